@@ -1,0 +1,77 @@
+package messages
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PodWorkType is the pod actor's one-way lifecycle state.
+type PodWorkType int
+
+const (
+	SyncWork        PodWorkType = iota // containers are (to be) running
+	TerminatingWork                    // containers are being stopped
+	TerminatedWork                     // stopped; waiting to be forgotten
+)
+
+func (w PodWorkType) String() string {
+	switch w {
+	case SyncWork:
+		return "sync"
+	case TerminatingWork:
+		return "terminating"
+	case TerminatedWork:
+		return "terminated"
+	}
+	return fmt.Sprintf("PodWorkType(%d)", int(w))
+}
+
+// PodWorkerStateChanged is sent by a pod actor to the supervisor whenever its
+// state moves forward, and once more when its work is finished (the actor
+// may then be stopped and its UID purged).
+type PodWorkerStateChanged struct {
+	UID              types.UID
+	FullName         string // namespace/name
+	WorkType         PodWorkType
+	Finished         bool
+	RestartRequested bool
+	Static           bool
+}
+
+// PodSyncCompleted reports one finished unit of pod work to the supervisor.
+type PodSyncCompleted struct {
+	UID        types.UID
+	UpdateType UpdateType
+	Err        string // empty on success
+	Duration   time.Duration
+}
+
+// PodStatusComputed carries the status a pod actor derived from the runtime
+// after a sync, before probe readiness is applied by the status actor.
+type PodStatusComputed struct {
+	Pod    *v1.Pod
+	Status v1.PodStatus
+}
+
+// PodStatusRejected records an admission failure: the pod gets phase Failed
+// with the reason and message and is never run.
+type PodStatusRejected struct {
+	Pod     *v1.Pod
+	Reason  string
+	Message string
+}
+
+// PodForgotten tells the status and prober actors that a pod is gone.
+type PodForgotten struct {
+	UID types.UID
+}
+
+// PodStatusChanged is a published change of a pod's status: Pod carries the
+// spec it was computed for and the status in Pod.Status.
+type PodStatusChanged struct {
+	Pod    *v1.Pod
+	Static bool
+}
