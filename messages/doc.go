@@ -17,5 +17,10 @@
 //	PodStatusRejected    supervisor → status             admission refused a pod (phase Failed, reason, message)
 //	PodForgotten         supervisor → status, prober     a pod is gone: drop what is kept for it
 //	PodStatusChanged     status → status sink (bus)      a pod's published status changed
-//	DescribePod          operator → supervisor           request: the actor's state (replied with PodDescription)
+//	RelistHealthChanged  PLEG → supervisor               relisting became healthy or unhealthy
+//	RuntimeHealthChanged PLEG → supervisor               the CRI runtime became ready or not ready
+//	ListPodStatuses      operator → status               request: every pod with its status (reply PodStatusList)
+//	DescribePodWorker    operator → supervisor → pod     request: the actor's state (reply PodWorkerDescription)
+//	ListProbes           operator → prober               request: one pod's probe workers (reply ProbeStates)
+//	GetNodeConditions    node heartbeat → supervisor     request: runtime/PLEG health and pods (reply NodeConditions)
 package messages
