@@ -13,7 +13,7 @@
 //	RestartPod           operator → supervisor → pod     restart a pod's containers (or one container)
 //	PodSyncCompleted     pod actor → supervisor          a sync or kill finished; carries the worker's state
 //	PodWorkerStateChanged pod actor → supervisor         the worker moved Sync → Terminating → Terminated
-//	PodStatusComputed    pod actor → status              status derived from the runtime after a sync
+//	PodStatusComputed    pod actor → supervisor → status, prober   status derived from the runtime after a sync
 //	PodStatusRejected    supervisor → status             admission refused a pod (phase Failed, reason, message)
 //	PodForgotten         supervisor → status, prober     a pod is gone: drop what is kept for it
 //	PodStatusChanged     status → status sink (bus)      a pod's published status changed
