@@ -47,6 +47,10 @@ type PodSyncCompleted struct {
 	UpdateType UpdateType
 	Err        string // empty on success
 	Duration   time.Duration
+	// RequeueAfter is when the pod wants its next sync: 0 means now (its
+	// phase changed), else the jittered resync or error-retry interval. The
+	// supervisor's sync tick dispatches due pods.
+	RequeueAfter time.Duration
 }
 
 // PodStatusComputed carries the status a pod actor derived from the runtime
