@@ -90,7 +90,9 @@ func deleting(p *v1.Pod) {
 	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &t, &g
 }
 
-func set(pods ...*v1.Pod) messages.PodUpdate { return messages.PodUpdate{Op: messages.OpSet, Pods: pods} }
+func set(pods ...*v1.Pod) messages.PodUpdate {
+	return messages.PodUpdate{Op: messages.OpSet, Pods: pods}
+}
 func op(o messages.Op, pods ...*v1.Pod) messages.PodUpdate {
 	return messages.PodUpdate{Op: o, Pods: pods}
 }
