@@ -1,0 +1,398 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	// DefaultTimeout bounds ordinary CRI calls.
+	DefaultTimeout = 2 * time.Minute
+	// DefaultLongTimeout bounds RunPodSandbox, StopPodSandbox and PullImage.
+	DefaultLongTimeout = 4 * time.Minute
+	// MaxMsgSize is the largest gRPC message sent or received (16 MiB).
+	MaxMsgSize = 16 * 1024 * 1024
+)
+
+// Client is a CRI v1 gRPC client on a unix socket. Every call is bounded by
+// the client's per-call timeout unless the caller's context ends sooner.
+type Client struct {
+	endpoint    string
+	conn        *grpc.ClientConn
+	rt          runtimeapi.RuntimeServiceClient
+	img         runtimeapi.ImageServiceClient
+	timeout     time.Duration
+	longTimeout time.Duration
+}
+
+var _ Runtime = &Client{}
+
+// DialOption configures Dial.
+type DialOption func(*Client)
+
+// WithTimeout sets the timeout of ordinary calls (default 2 min).
+func WithTimeout(d time.Duration) DialOption {
+	return func(c *Client) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// WithLongTimeout sets the timeout of RunPodSandbox, StopPodSandbox and
+// PullImage (default 4 min).
+func WithLongTimeout(d time.Duration) DialOption {
+	return func(c *Client) {
+		if d > 0 {
+			c.longTimeout = d
+		}
+	}
+}
+
+// SocketPath returns the filesystem path of a unix endpoint given as
+// "unix:///path/to.sock" or a bare path.
+func SocketPath(endpoint string) (string, error) {
+	switch {
+	case endpoint == "":
+		return "", errors.New("endpoint: must not be empty")
+	case strings.HasPrefix(endpoint, "unix://"):
+		p := strings.TrimPrefix(endpoint, "unix://")
+		if p == "" {
+			return "", fmt.Errorf("endpoint %q: missing socket path", endpoint)
+		}
+		return p, nil
+	case strings.Contains(endpoint, "://"):
+		return "", fmt.Errorf("endpoint %q: only unix sockets are supported", endpoint)
+	default:
+		return endpoint, nil
+	}
+}
+
+// Dial connects to the CRI runtime at endpoint and checks that it serves CRI
+// v1 with a Version call. Dial waits for the socket to accept connections
+// until ctx ends (or the ordinary call timeout passes), so a runtime that is
+// still starting is tolerated, and one that never comes up fails with the
+// last connection error.
+func Dial(ctx context.Context, endpoint string, opts ...DialOption) (*Client, error) {
+	path, err := SocketPath(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		endpoint:    "unix://" + path,
+		timeout:     DefaultTimeout,
+		longTimeout: DefaultLongTimeout,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	conn, err := grpc.NewClient("passthrough:///"+c.endpoint,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}),
+		grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(MaxMsgSize),
+			grpc.MaxCallSendMsgSize(MaxMsgSize),
+		),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connect to CRI runtime at %q: %w", c.endpoint, err)
+	}
+	c.conn = conn
+	c.rt = runtimeapi.NewRuntimeServiceClient(conn)
+	c.img = runtimeapi.NewImageServiceClient(conn)
+
+	vctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	_, err = c.rt.Version(vctx, &runtimeapi.VersionRequest{Version: "v1"}, grpc.WaitForReady(true))
+	if err != nil {
+		_ = conn.Close()
+		if status.Code(err) == codes.Unimplemented {
+			return nil, fmt.Errorf("CRI runtime at %q does not serve the CRI v1 API: %w", c.endpoint, err)
+		}
+		return nil, fmt.Errorf("connect to CRI runtime at %q: %w", c.endpoint, err)
+	}
+	return c, nil
+}
+
+// Endpoint returns the runtime endpoint as "unix:///path".
+func (c *Client) Endpoint() string { return c.endpoint }
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+func (c *Client) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, c.timeout)
+}
+
+func (c *Client) longCtx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, c.longTimeout)
+}
+
+// Version returns the runtime name, version and API version.
+func (c *Client) Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{Version: apiVersion})
+	if err != nil {
+		return nil, fmt.Errorf("Version: %w", err)
+	}
+	return resp, nil
+}
+
+// Status returns the runtime's conditions.
+func (c *Client) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: verbose})
+	if err != nil {
+		return nil, fmt.Errorf("Status: %w", err)
+	}
+	if resp.GetStatus() == nil {
+		return nil, errors.New("Status: runtime returned no status")
+	}
+	return resp, nil
+}
+
+// GetContainerEvents streams container events into ch until ctx ends or the
+// stream fails; it always returns a non-nil error (ctx's, or the stream's).
+// A runtime without the feature answers Unimplemented on the first receive.
+func (c *Client) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	stream, err := c.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		return fmt.Errorf("GetContainerEvents: %w", err)
+	}
+	if connectionEstablishedCallback != nil {
+		connectionEstablishedCallback(stream)
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("GetContainerEvents: %w", err)
+		}
+		select {
+		case ch <- ev:
+		case <-ctx.Done():
+			return fmt.Errorf("GetContainerEvents: %w", ctx.Err())
+		}
+	}
+}
+
+// RunPodSandbox creates and starts a pod sandbox and returns its ID.
+func (c *Client) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
+	ctx, cancel := c.longCtx(ctx)
+	defer cancel()
+	resp, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler})
+	if err != nil {
+		return "", fmt.Errorf("RunPodSandbox %q: %w", sandboxName(config), err)
+	}
+	if resp.GetPodSandboxId() == "" {
+		return "", fmt.Errorf("RunPodSandbox %q: runtime returned an empty sandbox ID", sandboxName(config))
+	}
+	return resp.PodSandboxId, nil
+}
+
+// StopPodSandbox stops the sandbox and all its containers.
+func (c *Client) StopPodSandbox(ctx context.Context, podSandboxID string) error {
+	ctx, cancel := c.longCtx(ctx)
+	defer cancel()
+	if _, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: podSandboxID}); err != nil {
+		return fmt.Errorf("StopPodSandbox %q: %w", podSandboxID, err)
+	}
+	return nil
+}
+
+// RemovePodSandbox removes the sandbox and all its containers.
+func (c *Client) RemovePodSandbox(ctx context.Context, podSandboxID string) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	if _, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podSandboxID}); err != nil {
+		return fmt.Errorf("RemovePodSandbox %q: %w", podSandboxID, err)
+	}
+	return nil
+}
+
+// PodSandboxStatus returns the runtime's answer as-is.
+func (c *Client) PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: podSandboxID, Verbose: verbose})
+	if err != nil {
+		return nil, fmt.Errorf("PodSandboxStatus %q: %w", podSandboxID, err)
+	}
+	return resp, nil
+}
+
+// ListPodSandbox lists the sandboxes matching filter (nil: all).
+func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
+	if err != nil {
+		return nil, fmt.Errorf("ListPodSandbox: %w", err)
+	}
+	return resp.GetItems(), nil
+}
+
+// CreateContainer creates a container in the sandbox and returns its ID.
+func (c *Client) CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId:  podSandboxID,
+		Config:        config,
+		SandboxConfig: sandboxConfig,
+	})
+	if err != nil {
+		return "", fmt.Errorf("CreateContainer %q in sandbox %q: %w", config.GetMetadata().GetName(), podSandboxID, err)
+	}
+	if resp.GetContainerId() == "" {
+		return "", fmt.Errorf("CreateContainer %q in sandbox %q: runtime returned an empty container ID", config.GetMetadata().GetName(), podSandboxID)
+	}
+	return resp.ContainerId, nil
+}
+
+// StartContainer starts a created container.
+func (c *Client) StartContainer(ctx context.Context, containerID string) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: containerID}); err != nil {
+		return fmt.Errorf("StartContainer %q: %w", containerID, err)
+	}
+	return nil
+}
+
+// StopContainer stops a container, sending SIGKILL after timeout seconds.
+// The call's own deadline leaves the runtime the whole grace period.
+func (c *Client) StopContainer(ctx context.Context, containerID string, timeout int64) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(max(timeout, 0))*time.Second)
+	defer cancel()
+	if _, err := c.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: containerID, Timeout: timeout}); err != nil {
+		return fmt.Errorf("StopContainer %q: %w", containerID, err)
+	}
+	return nil
+}
+
+// RemoveContainer removes a container, stopping it first if it runs.
+func (c *Client) RemoveContainer(ctx context.Context, containerID string) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	if _, err := c.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: containerID}); err != nil {
+		return fmt.Errorf("RemoveContainer %q: %w", containerID, err)
+	}
+	return nil
+}
+
+// ListContainers lists the containers matching filter (nil: all).
+func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
+	if err != nil {
+		return nil, fmt.Errorf("ListContainers: %w", err)
+	}
+	return resp.GetContainers(), nil
+}
+
+// ContainerStatus returns the runtime's answer as-is.
+func (c *Client) ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: containerID, Verbose: verbose})
+	if err != nil {
+		return nil, fmt.Errorf("ContainerStatus %q: %w", containerID, err)
+	}
+	return resp, nil
+}
+
+// ExecSync runs cmd in the container and waits for it, at most timeout
+// (0: no command timeout). A command that ran and exited non-zero returns
+// its output and an *ExitError.
+func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
+	callTimeout := c.timeout
+	if timeout > 0 {
+		callTimeout += timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	secs := int64(timeout / time.Second)
+	if timeout > 0 && timeout%time.Second != 0 {
+		secs++ // CRI counts whole seconds; never round a timeout down to "none"
+	}
+	resp, err := c.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: secs})
+	if err != nil {
+		return nil, nil, fmt.Errorf("ExecSync %v in %q: %w", cmd, containerID, err)
+	}
+	if resp.ExitCode != 0 {
+		return resp.Stdout, resp.Stderr, &ExitError{Code: resp.ExitCode, Stdout: resp.Stdout, Stderr: resp.Stderr}
+	}
+	return resp.Stdout, resp.Stderr, nil
+}
+
+// PullImage pulls the image and returns its reference (image ID).
+func (c *Client) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	ctx, cancel := c.longCtx(ctx)
+	defer cancel()
+	resp, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: podSandboxConfig})
+	if err != nil {
+		return "", fmt.Errorf("PullImage %q: %w", image.GetImage(), err)
+	}
+	if resp.GetImageRef() == "" {
+		return "", fmt.Errorf("PullImage %q: runtime returned an empty image reference", image.GetImage())
+	}
+	return resp.ImageRef, nil
+}
+
+// ImageStatus returns the runtime's answer as-is; Image is nil when the
+// image is not present.
+func (c *Client) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image, Verbose: verbose})
+	if err != nil {
+		return nil, fmt.Errorf("ImageStatus %q: %w", image.GetImage(), err)
+	}
+	return resp, nil
+}
+
+// ListImages lists the images matching filter (nil: all).
+func (c *Client) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.img.ListImages(ctx, &runtimeapi.ListImagesRequest{Filter: filter})
+	if err != nil {
+		return nil, fmt.Errorf("ListImages: %w", err)
+	}
+	return resp.GetImages(), nil
+}
+
+// RemoveImage removes the image; removing an absent image is not an error.
+func (c *Client) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	if _, err := c.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image}); err != nil {
+		return fmt.Errorf("RemoveImage %q: %w", image.GetImage(), err)
+	}
+	return nil
+}
+
+func sandboxName(config *runtimeapi.PodSandboxConfig) string {
+	m := config.GetMetadata()
+	return fmt.Sprintf("%s/%s", m.GetNamespace(), m.GetName())
+}
