@@ -229,7 +229,9 @@ func TestAddChangeRemoveFiles(t *testing.T) {
 	write(t, dir, "a.yaml.swp", manifest("swap", "x"))
 	n := snaps.count()
 	write(t, dir, "c.yml", manifest("c", "x"))
-	eventually(t, "c added", func() bool { return snaps.count() > n && reflect.DeepEqual(snaps.names(), []string{"a-node-1", "c-node-1"}) })
+	eventually(t, "c added", func() bool {
+		return snaps.count() > n && reflect.DeepEqual(snaps.names(), []string{"a-node-1", "c-node-1"})
+	})
 }
 
 func TestInvalidFileSkippedOthersDelivered(t *testing.T) {
