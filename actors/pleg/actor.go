@@ -1,0 +1,331 @@
+package pleg
+
+import (
+	"context"
+	"time"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/klog/v2"
+)
+
+// tick is the relist period elapsing.
+type tick struct{}
+
+// Props returns the props of a PLEG actor. It panics when cfg is invalid
+// (a wiring bug): call Validate first to get the error instead.
+func Props(cfg Config) *actor.Props {
+	full, err := cfg.withDefaults()
+	if err != nil {
+		panic(err)
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return newPLEGActor(full) })
+}
+
+// Validate reports what is wrong with cfg, naming the field.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
+// plegActor relists the runtime and follows its container event stream.
+// Its two behaviours are the two modes: relisting (every RelistPeriod) and
+// evented (the stream works; relist every EventedRelistPeriod).
+type plegActor struct {
+	cfg      Config
+	relister relister
+	behavior actor.Behavior
+
+	root   *actor.RootContext
+	self   *actor.PID
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	state           relistState // owned by the relist goroutine while relisting
+	relistRunning   bool
+	lastRelistStart time.Time // when the running or last relist was started
+	prevRelistStart time.Time // start of the last finished relist
+	lastSuccess     time.Time
+	relistHealthy   bool
+
+	statusRunning bool
+	runtimeReady  *bool
+
+	streamGen      int
+	streamCancel   context.CancelFunc
+	streamDisabled bool // the runtime answered Unimplemented
+	streamBackoff  time.Duration
+	loggedNoStream bool
+}
+
+func newPLEGActor(cfg Config) *plegActor {
+	p := &plegActor{
+		cfg:           cfg,
+		relister:      relister{runtime: cfg.Runtime, cache: cfg.Cache, clock: cfg.Clock},
+		behavior:      actor.NewBehavior(),
+		state:         newRelistState(),
+		relistHealthy: true,
+		streamBackoff: streamBackoffInitial,
+	}
+	p.behavior.Become(p.relisting)
+	return p
+}
+
+// Receive dispatches to the current mode.
+func (p *plegActor) Receive(ctx actor.Context) { p.behavior.Receive(ctx) }
+
+// relisting is the mode while no container event stream works.
+func (p *plegActor) relisting(ctx actor.Context) {
+	if _, ok := ctx.Message().(tick); ok {
+		p.onTick(ctx, p.cfg.RelistPeriod)
+		return
+	}
+	p.common(ctx)
+}
+
+// evented is the mode while the container event stream works.
+func (p *plegActor) evented(ctx actor.Context) {
+	if _, ok := ctx.Message().(tick); ok {
+		p.onTick(ctx, p.cfg.EventedRelistPeriod)
+		return
+	}
+	p.common(ctx)
+}
+
+func (p *plegActor) common(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		p.start(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		p.stop()
+	case relistDone:
+		p.onRelistDone(ctx, msg)
+	case runtimeStatusDone:
+		p.onRuntimeStatus(ctx, msg)
+	case streamEstablished:
+		if msg.gen == p.streamGen {
+			klog.InfoS("Container event stream established, switching to evented PLEG", "relistPeriod", p.cfg.EventedRelistPeriod)
+			p.streamBackoff = streamBackoffInitial
+			p.behavior.Become(p.evented)
+		}
+	case streamEnded:
+		p.onStreamEnded(ctx, msg)
+	case streamRetry:
+		if msg.gen == p.streamGen && !p.streamDisabled {
+			p.startStream()
+		}
+	case containerEventsObserved:
+		for _, ev := range msg.events {
+			p.tell(ctx, ev)
+		}
+	}
+}
+
+func (p *plegActor) start(ctx actor.Context) {
+	p.root = ctx.ActorSystem().Root
+	p.self = ctx.Self()
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.done = make(chan struct{})
+	now := p.cfg.Clock.Now()
+	p.lastSuccess = now
+
+	ticker := p.cfg.Clock.NewTicker(p.cfg.RelistPeriod)
+	go func() {
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ticker.C():
+				p.send(tick{})
+			case <-p.done:
+				return
+			}
+		}
+	}()
+	p.startRelist()
+	p.startRuntimeStatus()
+	p.startStream()
+}
+
+func (p *plegActor) stop() {
+	if p.cancel == nil {
+		return
+	}
+	p.cancel()
+	close(p.done)
+	p.cancel = nil
+}
+
+// send delivers a message from a goroutine to the actor unless it stopped.
+func (p *plegActor) send(msg interface{}) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.root.Send(p.self, msg)
+}
+
+// onTick checks health, polls the runtime and relists when one is due.
+func (p *plegActor) onTick(ctx actor.Context, period time.Duration) {
+	p.checkHealth(ctx)
+	p.startRuntimeStatus()
+	if p.cfg.Clock.Since(p.lastRelistStart) >= period {
+		p.startRelist()
+	}
+}
+
+// startRelist runs a relist in a goroutine unless one is already running.
+func (p *plegActor) startRelist() {
+	if p.relistRunning {
+		return
+	}
+	p.relistRunning = true
+	prev := p.state
+	p.state = relistState{}
+	p.lastRelistStart = p.cfg.Clock.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.relistTimeout())
+		defer cancel()
+		p.send(p.relister.relist(ctx, prev))
+	}()
+}
+
+func (p *plegActor) onRelistDone(ctx actor.Context, d relistDone) {
+	p.relistRunning = false
+	p.state = d.state
+	if obs := p.cfg.Observer; obs != nil {
+		var interval time.Duration
+		if !p.prevRelistStart.IsZero() {
+			interval = d.start.Sub(p.prevRelistStart)
+		}
+		obs(RelistObservation{Duration: d.duration, Interval: interval, Events: len(d.events), Err: d.err})
+	}
+	p.prevRelistStart = d.start
+	if d.err != nil {
+		klog.ErrorS(d.err, "PLEG relist failed")
+	} else {
+		p.lastSuccess = d.start
+		for _, ev := range d.events {
+			klog.V(4).InfoS("PLEG event", "podUID", ev.PodUID, "type", ev.Type, "containerID", ev.ContainerID)
+			p.tell(ctx, ev)
+		}
+	}
+	p.checkHealth(ctx)
+}
+
+// checkHealth reports a flip of relist health to the parent.
+func (p *plegActor) checkHealth(ctx actor.Context) {
+	h := relistHealth(p.cfg.Clock.Now(), p.lastSuccess, p.cfg.RelistThreshold)
+	if h.Healthy == p.relistHealthy {
+		return
+	}
+	p.relistHealthy = h.Healthy
+	if h.Healthy {
+		klog.InfoS("PLEG is healthy again", "lastRelist", h.LastRelist)
+	} else {
+		klog.InfoS("PLEG is not healthy", "lastRelist", h.LastRelist, "threshold", p.cfg.RelistThreshold)
+	}
+	p.tell(ctx, h)
+}
+
+// startRuntimeStatus polls CRI Status in a goroutine unless a poll runs.
+func (p *plegActor) startRuntimeStatus() {
+	if p.statusRunning {
+		return
+	}
+	p.statusRunning = true
+	go func() {
+		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.relistTimeout())
+		defer cancel()
+		p.send(pollRuntimeStatus(ctx, p.cfg.CRI))
+	}()
+}
+
+// onRuntimeStatus reports the first readiness seen and every change.
+func (p *plegActor) onRuntimeStatus(ctx actor.Context, s runtimeStatusDone) {
+	p.statusRunning = false
+	if p.runtimeReady != nil && *p.runtimeReady == s.ready {
+		return
+	}
+	ready := s.ready
+	p.runtimeReady = &ready
+	if ready {
+		klog.InfoS("Container runtime is ready")
+	} else {
+		klog.InfoS("Container runtime is not ready", "reason", s.message)
+	}
+	p.tell(ctx, messages.RuntimeHealthChanged{Ready: s.ready, Message: s.message})
+}
+
+// startStream opens a new container event stream in a goroutine.
+func (p *plegActor) startStream() {
+	if p.streamDisabled {
+		return
+	}
+	if p.streamCancel != nil {
+		p.streamCancel()
+	}
+	p.streamGen++
+	ctx, cancel := context.WithCancel(p.ctx)
+	p.streamCancel = cancel
+	go p.watchEvents(ctx, p.streamGen)
+}
+
+// onStreamEnded falls back to relisting and, unless the runtime lacks the
+// feature, schedules another attempt with back-off.
+func (p *plegActor) onStreamEnded(ctx actor.Context, e streamEnded) {
+	if e.gen != p.streamGen {
+		return
+	}
+	p.streamCancel()
+	p.streamCancel = nil
+	wasEvented := e.established
+	p.behavior.Become(p.relisting)
+
+	switch {
+	case isUnimplemented(e.err):
+		p.streamDisabled = true
+		klog.InfoS("Container runtime does not stream container events, staying on relisting", "relistPeriod", p.cfg.RelistPeriod)
+		if wasEvented {
+			p.startRelist()
+		}
+		return
+	case wasEvented:
+		klog.InfoS("Container event stream broke, falling back to relisting", "err", e.err, "relistPeriod", p.cfg.RelistPeriod)
+		p.streamBackoff = streamBackoffInitial
+		p.startRelist()
+	case !p.loggedNoStream:
+		p.loggedNoStream = true
+		klog.InfoS("Container event stream could not be established, relisting meanwhile", "err", e.err, "retryIn", p.streamBackoff)
+	default:
+		klog.V(4).InfoS("Container event stream could not be established", "err", e.err, "retryIn", p.streamBackoff)
+	}
+	p.scheduleStreamRetry()
+}
+
+// scheduleStreamRetry reopens the stream after the current back-off, which
+// then doubles up to its cap.
+func (p *plegActor) scheduleStreamRetry() {
+	gen, wait := p.streamGen, p.streamBackoff
+	p.streamBackoff *= 2
+	if p.streamBackoff > streamBackoffMax {
+		p.streamBackoff = streamBackoffMax
+	}
+	timer := p.cfg.Clock.NewTimer(wait)
+	go func() {
+		defer timer.Stop()
+		select {
+		case <-timer.C():
+			p.send(streamRetry{gen: gen})
+		case <-p.done:
+		}
+	}()
+}
+
+// tell sends a fact to the parent (the supervisor).
+func (p *plegActor) tell(ctx actor.Context, msg interface{}) {
+	if parent := ctx.Parent(); parent != nil {
+		ctx.Send(parent, msg)
+	}
+}

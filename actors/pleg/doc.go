@@ -1,0 +1,45 @@
+// Package pleg is actorlet's pod lifecycle event generator (the kubelet's
+// PLEG) and the pod status cache it keeps fresh.
+//
+// The PLEG actor relists the runtime on a clock-driven tick, diffs every
+// pod's containers and sandboxes against the previous relist, refreshes the
+// Cache for each pod that changed, and only then tells its parent (the
+// supervisor) what happened, as messages.PodLifecycleEvent facts. When the
+// runtime streams CRI container events it switches to evented mode: events
+// become lifecycle facts as they arrive and the relist only runs every
+// EventedRelistPeriod as a safety net.
+//
+//	             tick (RelistPeriod)
+//	                  │
+//	   ┌──────────────▼─────────────┐   GetPods / GetPodStatus
+//	   │ relisting ◄──stream ends── │ ─────────────────────────► Runtime
+//	   │    │                    ▲  │
+//	   │ stream established      │  │   GetContainerEvents / Status
+//	   │    ▼                    │  │ ─────────────────────────► CRI
+//	   │ evented (relist every   │  │
+//	   │   EventedRelistPeriod) ─┘  │
+//	   └──────────────┬─────────────┘
+//	                  │ PodLifecycleEvent, RelistHealthChanged,
+//	                  ▼ RuntimeHealthChanged
+//	             parent (supervisor)
+//
+// Every call to the runtime runs in a goroutine with a cancelable context
+// and comes back to the actor as a message; Receive never blocks on I/O.
+package pleg
+
+import (
+	"context"
+
+	"github.com/actorlet/actorlet/cri"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Runtime is what PLEG needs from the runtime manager
+// (cri/kuberuntime.Manager satisfies it).
+type Runtime interface {
+	// GetPods lists the runtime's pods; all includes exited containers and
+	// not-ready sandboxes.
+	GetPods(ctx context.Context, all bool) ([]*cri.Pod, error)
+	// GetPodStatus inspects one pod's sandboxes and containers.
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error)
+}
