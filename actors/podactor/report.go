@@ -1,0 +1,173 @@
+package podactor
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages"
+)
+
+// syncDone finishes a sync: it reports, and moves to Terminating when the
+// generated phase is terminal.
+func (a *podActor) syncDone(ctx actor.Context, m *workDone) {
+	a.lastSyncTime = a.cfg.Clock.Now()
+	phaseChanged := false
+	if m.apiStatus != nil {
+		phaseChanged = m.apiStatus.Phase != a.lastPhase
+		a.lastPhase = m.apiStatus.Phase
+	}
+	a.pruneProbes(m.status)
+	if m.err != nil && !m.canceled() {
+		klog.ErrorS(m.err, "Error syncing pod, retrying later", "pod", klog.KObj(a.pod), "podUID", a.uid)
+	}
+	a.report(ctx, m, phaseChanged)
+	if m.terminal {
+		klog.V(2).InfoS("Pod reached a terminal phase, terminating", "pod", klog.KObj(a.pod), "phase", a.lastPhase)
+		a.becomeTerminating(ctx, nil)
+		a.pending = coalesce(a.pending, a.asKill(ctx, &messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: a.pod, StartTime: a.cfg.Clock.Now()}))
+	}
+	a.startNext(ctx)
+}
+
+// killDone finishes a kill: on success the pod is Terminated; a kill
+// canceled for a shorter grace period runs again at once; another error is
+// retried when the supervisor requeues the pod.
+func (a *podActor) killDone(ctx actor.Context, m *workDone) {
+	a.lastSyncTime = a.cfg.Clock.Now()
+	if m.canceled() {
+		if a.pending == nil {
+			a.pending = &messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: a.pod, RunningPod: a.runningPod}
+		}
+		a.startNext(ctx)
+		return
+	}
+	if m.err != nil {
+		klog.ErrorS(m.err, "Error killing pod, retrying later", "podUID", a.uid, "fullName", a.fullName)
+	}
+	a.report(ctx, m, false)
+	if m.err != nil {
+		a.startNext(ctx)
+		return
+	}
+	a.becomeTerminated(ctx)
+}
+
+// terminatedDone publishes the final status and finishes the worker.
+func (a *podActor) terminatedDone(ctx actor.Context, m *workDone) {
+	if m.err != nil {
+		klog.ErrorS(m.err, "Error computing final pod status, using the last known one", "podUID", a.uid)
+	}
+	if a.pod != nil {
+		base := a.pod.Status
+		if m.apiStatus != nil {
+			base = *m.apiStatus
+		}
+		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: terminalStatus(base, a.lastPhase, a.kill)})
+	}
+	a.finished = true
+	a.behavior.Become(a.done)
+	a.notifyState(ctx)
+}
+
+// report tells the parent that a unit of work finished, with the status it
+// computed.
+func (a *podActor) report(ctx actor.Context, m *workDone, phaseChanged bool) {
+	now := a.cfg.Clock.Now()
+	errText := ""
+	if m.err != nil {
+		errText = m.err.Error()
+	}
+	a.lastSyncError = errText
+	after := requeueAfter(phaseChanged, m.err, a.cfg.ResyncInterval, a.cfg.BackOffPeriod)
+	a.nextSyncTime = now.Add(after)
+	ut := messages.SyncPodSync
+	if m.kind != workSync {
+		ut = messages.SyncPodKill
+	}
+	ctx.Send(ctx.Parent(), &messages.PodSyncCompleted{UID: a.uid, UpdateType: ut, Err: errText, Duration: now.Sub(m.started), RequeueAfter: after})
+	if m.apiStatus != nil && a.pod != nil && !m.canceled() {
+		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: *m.apiStatus})
+	}
+}
+
+// notifyState tells the parent the worker's state.
+func (a *podActor) notifyState(ctx actor.Context) {
+	ctx.Send(ctx.Parent(), &messages.PodWorkerStateChanged{
+		UID: a.uid, FullName: a.fullName, WorkType: a.workType, Finished: a.finished,
+		RestartRequested: a.restartRequested, Static: a.static,
+	})
+}
+
+// probeResult remembers liveness and startup failures per container
+// instance and syncs the pod so the runtime restarts the container.
+func (a *podActor) probeResult(ctx actor.Context, m *messages.ProbeResultChanged) {
+	if m.Kind == messages.Readiness {
+		return
+	}
+	if m.Result != messages.ProbeFailure {
+		delete(a.failedProbes, m.ContainerName)
+		return
+	}
+	a.failedProbes[m.ContainerName] = probeFailure{containerID: m.ContainerID, message: m.Message}
+	if a.workType == messages.SyncWork && a.pod != nil {
+		a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
+	}
+}
+
+// probeMap is the failedProbes argument of SyncPod: container ID → message.
+func (a *podActor) probeMap() map[string]string {
+	if len(a.failedProbes) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(a.failedProbes))
+	for _, f := range a.failedProbes {
+		out[f.containerID] = f.message
+	}
+	return out
+}
+
+// pruneProbes forgets failures of containers that were replaced.
+func (a *podActor) pruneProbes(s *cri.PodStatus) {
+	if s == nil {
+		return
+	}
+	for name, f := range a.failedProbes {
+		if c := s.FindContainerStatusByName(name); c != nil && c.ID != f.containerID {
+			delete(a.failedProbes, name)
+		}
+	}
+}
+
+// restartPod kills the named container (all when none is named) and syncs.
+func (a *podActor) restartPod(ctx actor.Context, m *messages.RestartPod) {
+	if a.workType != messages.SyncWork || a.pod == nil {
+		klog.InfoS("Ignoring restart of a pod that is not running", "podUID", a.uid, "state", a.workType)
+		return
+	}
+	if m.Container == "" {
+		a.restartAll = true
+	} else {
+		a.restart = append(a.restart, m.Container)
+	}
+	a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
+}
+
+// describe is the worker's state for operators.
+func (a *podActor) describe() *messages.PodWorkerDescription {
+	d := &messages.PodWorkerDescription{
+		Found: true, UID: a.uid, FullName: a.fullName, WorkType: a.workType, Working: a.working,
+		RestartRequested: a.restartRequested, LastSyncTime: a.lastSyncTime, LastSyncError: a.lastSyncError,
+		NextSyncTime: a.nextSyncTime, ActorRestarts: a.actorRestarts,
+	}
+	if a.pending != nil {
+		d.PendingUpdate = a.pending.String()
+	}
+	if a.grace != nil {
+		g := *a.grace
+		d.GracePeriod = &g
+	}
+	return d
+}
+
+var _ actor.Actor = &podActor{}

@@ -1,0 +1,79 @@
+package podactor
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// Runtime is what a pod actor needs from the runtime manager
+// (cri/kuberuntime.Manager behind a small adapter). Every call must honour
+// ctx: a canceled context stops the call promptly.
+type Runtime interface {
+	// SyncPod brings the pod's containers towards the spec given the runtime
+	// status; failedProbes maps container IDs whose liveness or startup probe
+	// failed to the failure message (those containers are restarted). It
+	// returns nil when every action succeeded.
+	SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) error
+	// KillPod stops every container and sandbox of running. pod is nil for
+	// an orphan. gracePeriodOverride, when set, is the grace period to use.
+	KillPod(ctx context.Context, pod *v1.Pod, running *cri.Pod, gracePeriodOverride *int64) error
+	// KillContainer stops one container instance.
+	KillContainer(ctx context.Context, pod *v1.Pod, containerID, containerName, reason string, gracePeriodOverride *int64) error
+	// GeneratePodStatus derives the API status of pod from the runtime status.
+	GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodStatus
+}
+
+// Cache is the PLEG's pod status cache.
+type Cache interface {
+	// GetNewerThan blocks until the cache holds a status of the pod newer
+	// than minTime, or ctx ends.
+	GetNewerThan(ctx context.Context, uid types.UID, minTime time.Time) (*cri.PodStatus, error)
+	// Get returns the latest cached status without waiting.
+	Get(uid types.UID) (*cri.PodStatus, error)
+}
+
+// Config is what every pod actor shares.
+type Config struct {
+	Runtime Runtime
+	Cache   Cache
+	Clock   clock.Clock
+	// ResyncInterval is the periodic resync of a healthy pod (default 1 min).
+	ResyncInterval time.Duration
+	// BackOffPeriod is the retry interval after an error (default 10 s).
+	BackOffPeriod time.Duration
+}
+
+// withDefaults fills unset fields.
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.ResyncInterval <= 0 {
+		c.ResyncInterval = time.Minute
+	}
+	if c.BackOffPeriod <= 0 {
+		c.BackOffPeriod = 10 * time.Second
+	}
+	return c
+}
+
+// validate names the first missing dependency.
+func (c Config) validate() error {
+	switch {
+	case c.Runtime == nil:
+		return errMissing("Runtime")
+	case c.Cache == nil:
+		return errMissing("Cache")
+	}
+	return nil
+}
+
+type errMissing string
+
+func (e errMissing) Error() string { return "podactor config: field " + string(e) + " is required" }

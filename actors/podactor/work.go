@@ -1,0 +1,153 @@
+package podactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// workKind is what a unit of work does; it follows the actor's state.
+type workKind int
+
+const (
+	workSync       workKind = iota // Sync: SyncPod
+	workKill                       // Terminating: KillPod
+	workTerminated                 // Terminated: final status
+)
+
+func (k workKind) String() string {
+	return [...]string{"sync", "kill", "terminated"}[k]
+}
+
+// workIDs numbers units of work across all actors and incarnations, so a
+// result from before a supervision restart is never taken for a current one.
+var workIDs atomic.Uint64
+
+// workDone is the result of a unit of work, sent by its goroutine to the
+// actor.
+type workDone struct {
+	id        uint64
+	kind      workKind
+	started   time.Time
+	status    *cri.PodStatus // runtime status the work acted on
+	apiStatus *v1.PodStatus  // generated status, nil when none was computed
+	terminal  bool           // sync only: the generated phase is terminal
+	err       error
+	panicked  any // the work panicked with this value
+}
+
+// syncJob is the input of a sync, copied out of the actor.
+type syncJob struct {
+	uid          types.UID
+	pod          *v1.Pod
+	minTime      time.Time
+	failedProbes map[string]string
+	restart      []string // container names to restart first
+	restartAll   bool
+}
+
+// runSync waits for fresh status, restarts requested containers, derives the
+// API status and, unless the pod is terminal, syncs the runtime.
+func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
+	status, err := cfg.Cache.GetNewerThan(ctx, j.uid, j.minTime)
+	if err != nil {
+		r.err = fmt.Errorf("wait for status of pod %q newer than %s: %w", j.uid, j.minTime.Format(time.RFC3339Nano), err)
+		return r
+	}
+	if j.restartAll || len(j.restart) > 0 {
+		killedAt := cfg.Clock.Now()
+		if err := restartContainers(ctx, cfg.Runtime, j, status); err != nil {
+			r.err = err
+			return r
+		}
+		if status, err = cfg.Cache.GetNewerThan(ctx, j.uid, killedAt); err != nil {
+			r.err = fmt.Errorf("wait for status of pod %q after restart: %w", j.uid, err)
+			return r
+		}
+	}
+	r.status = status
+	api := cfg.Runtime.GeneratePodStatus(j.pod, status)
+	r.apiStatus = &api
+	if isTerminalPhase(api.Phase) {
+		r.terminal = true
+		return r
+	}
+	if err := cfg.Runtime.SyncPod(ctx, j.pod, status, j.failedProbes); err != nil {
+		r.err = fmt.Errorf("sync pod %q: %w", j.uid, err)
+	}
+	return r
+}
+
+// restartContainers kills the running containers a RestartPod named; the
+// sync that follows starts them again.
+func restartContainers(ctx context.Context, rt Runtime, j syncJob, status *cri.PodStatus) error {
+	want := map[string]bool{}
+	for _, n := range j.restart {
+		want[n] = true
+	}
+	for _, c := range status.RunningContainers() {
+		if !j.restartAll && !want[c.Name] {
+			continue
+		}
+		if err := rt.KillContainer(ctx, j.pod, c.ID, c.Name, "Restart requested", nil); err != nil {
+			return fmt.Errorf("restart container %q (%s): %w", c.Name, c.ID, err)
+		}
+	}
+	return nil
+}
+
+// killJob is the input of a kill.
+type killJob struct {
+	uid     types.UID
+	pod     *v1.Pod  // nil for an orphan
+	orphan  *cri.Pod // set for an orphan
+	minTime time.Time
+	grace   int64
+}
+
+// runKill stops every container of the pod with the grace period.
+func runKill(ctx context.Context, cfg Config, j killJob) (r workDone) {
+	running := j.orphan
+	if j.pod != nil {
+		status, err := cfg.Cache.GetNewerThan(ctx, j.uid, j.minTime)
+		if err != nil {
+			r.err = fmt.Errorf("wait for status of pod %q newer than %s: %w", j.uid, j.minTime.Format(time.RFC3339Nano), err)
+			return r
+		}
+		r.status = status
+		running = runningPod(status)
+	}
+	grace := j.grace
+	if err := cfg.Runtime.KillPod(ctx, j.pod, running, &grace); err != nil {
+		r.err = fmt.Errorf("kill pod %q with grace period %ds: %w", j.uid, grace, err)
+	}
+	return r
+}
+
+// runTerminated derives the final status of a stopped pod.
+func runTerminated(ctx context.Context, cfg Config, uid types.UID, pod *v1.Pod, minTime time.Time) (r workDone) {
+	if pod == nil {
+		return r // an orphan has no API status
+	}
+	status, err := cfg.Cache.GetNewerThan(ctx, uid, minTime)
+	if err != nil {
+		r.err = fmt.Errorf("wait for final status of pod %q: %w", uid, err)
+		return r
+	}
+	r.status = status
+	api := cfg.Runtime.GeneratePodStatus(pod, status)
+	r.apiStatus = &api
+	return r
+}
+
+// canceled reports a result cut short by its context.
+func (r *workDone) canceled() bool {
+	return errors.Is(r.err, context.Canceled)
+}
