@@ -1,0 +1,113 @@
+package validation
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Defaults the API server would fill in, as the kubelet expects them.
+const (
+	DefaultNamespace                     = "default"
+	DefaultTerminationGracePeriodSeconds = int64(30)
+	DefaultProbePeriodSeconds            = int32(10)
+	DefaultProbeTimeoutSeconds           = int32(1)
+	DefaultProbeSuccessThreshold         = int32(1)
+	DefaultProbeFailureThreshold         = int32(3)
+)
+
+// SetDefaults fills in the fields an operator may leave out. It only sets
+// zero values, so it is idempotent and never hides an explicit bad value
+// (a negative period stays negative and ValidatePod reports it).
+func SetDefaults(pod *v1.Pod) {
+	if pod.APIVersion == "" && pod.Kind == "" {
+		pod.APIVersion, pod.Kind = "v1", "Pod"
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = DefaultNamespace
+	}
+	spec := &pod.Spec
+	if spec.RestartPolicy == "" {
+		spec.RestartPolicy = v1.RestartPolicyAlways
+	}
+	if spec.DNSPolicy == "" {
+		spec.DNSPolicy = v1.DNSClusterFirst
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		g := DefaultTerminationGracePeriodSeconds
+		spec.TerminationGracePeriodSeconds = &g
+	}
+	if spec.SchedulerName == "" {
+		spec.SchedulerName = v1.DefaultSchedulerName
+	}
+	for i := range spec.InitContainers {
+		defaultContainer(&spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		defaultContainer(&spec.Containers[i])
+	}
+}
+
+func defaultContainer(c *v1.Container) {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = defaultPullPolicy(c.Image)
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = v1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = v1.TerminationMessageReadFile
+	}
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = v1.ProtocolTCP
+		}
+	}
+	for _, p := range []*v1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		defaultProbe(p)
+	}
+}
+
+// defaultPullPolicy is Always for an untagged or :latest image, otherwise
+// IfNotPresent, as the API server decides.
+func defaultPullPolicy(image string) v1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return v1.PullIfNotPresent
+	}
+	name := image
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:]
+	}
+	tag := ""
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		tag = name[i+1:]
+	}
+	if tag == "" || tag == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+func defaultProbe(p *v1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = DefaultProbePeriodSeconds
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = DefaultProbeTimeoutSeconds
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = DefaultProbeSuccessThreshold
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = DefaultProbeFailureThreshold
+	}
+	if p.HTTPGet != nil && p.HTTPGet.Scheme == "" {
+		p.HTTPGet.Scheme = v1.URISchemeHTTP
+	}
+	if p.HTTPGet != nil && p.HTTPGet.Path == "" {
+		p.HTTPGet.Path = "/"
+	}
+}
