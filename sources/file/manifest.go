@@ -62,7 +62,7 @@ func staticPod(data []byte, nodeName string) (*v1.Pod, error) {
 		Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute,
 	})
 	validation.SetDefaults(pod)
-	if err := validatePod(pod); err != nil {
+	if err := validation.ValidatePod(pod); err != nil {
 		return nil, err
 	}
 	return pod, nil
