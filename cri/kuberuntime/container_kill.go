@@ -1,0 +1,193 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// podGracePeriod is the pod's termination grace: the override if set, else
+// the deletion grace, else the spec's, else 30 s. An unknown pod gets 1 s.
+func podGracePeriod(pod *v1.Pod, override *int64) int64 {
+	switch {
+	case override != nil:
+		return *override
+	case pod == nil:
+		return orphanGracePeriod
+	case pod.DeletionGracePeriodSeconds != nil:
+		return *pod.DeletionGracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return defaultGracePeriod
+}
+
+// KillContainer stops one container: its preStop hook within the grace
+// period, then StopContainer with the remaining grace. pod may be nil (the
+// hook is then restored from the container's annotations).
+func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, containerID, containerName, reason string, gracePeriodOverride *int64) error {
+	var uid types.UID
+	if pod != nil {
+		uid = pod.UID
+	}
+	return m.killContainer(ctx, pod, uid, containerID, containerName, reason, gracePeriodOverride)
+}
+
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, uid types.UID, id, name, message string, override *int64) error {
+	spec := findContainerSpec(pod, name)
+	var preStop *v1.LifecycleHandler
+	if spec != nil && spec.Lifecycle != nil {
+		preStop = spec.Lifecycle.PreStop
+	}
+	if spec == nil {
+		// Not in the spec (an orphan, or removed from the pod): the hook
+		// and ports were recorded on the container when it was created.
+		if st, err := m.rt.ContainerStatus(ctx, id, false); err == nil {
+			info := parseContainerInfo(st.GetStatus().GetLabels(), st.GetStatus().GetAnnotations())
+			preStop = info.preStop
+			spec = &v1.Container{Name: name, Ports: info.ports}
+			if uid == "" {
+				uid = info.podUID
+			}
+		} else {
+			spec = &v1.Container{Name: name}
+		}
+	}
+
+	grace := podGracePeriod(pod, override)
+	if message == "" {
+		message = fmt.Sprintf("Stopping container %s", name)
+	}
+	m.event(pod, v1.EventTypeNormal, "Killing", "%s", message)
+	klog.V(3).InfoS("Killing container with a grace period", "pod", klog.KRef(podNamespace(pod), podNameOnly(pod)), "podUID", uid, "containerName", name, "containerID", id, "gracePeriod", grace)
+
+	if preStop != nil && grace > 0 {
+		grace -= m.runPreStop(ctx, pod, uid, id, spec, preStop, grace)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("kill container %q (%s): %w", name, id, ctx.Err())
+	}
+	if override == nil && grace < minimumGracePeriod {
+		grace = minimumGracePeriod
+	}
+	grace = max(grace, 0)
+	if err := m.rt.StopContainer(ctx, id, grace); err != nil && !isNotFound(err) {
+		return newKindError(ErrKillContainer, "stop container %q (%s): %v", name, id, err)
+	}
+	return nil
+}
+
+// runPreStop runs the preStop hook for at most grace seconds and returns
+// the whole seconds it used.
+func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, uid types.UID, id string, c *v1.Container, h *v1.LifecycleHandler, grace int64) int64 {
+	start := m.opts.Clock.Now()
+	hookCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := m.opts.Clock.NewTimer(time.Duration(grace) * time.Second)
+	defer timer.Stop()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if msg, err := m.runHook(hookCtx, pod, uid, id, c, h); err != nil && hookCtx.Err() == nil {
+			m.event(pod, v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
+			klog.V(2).InfoS("PreStop hook failed", "podUID", uid, "containerName", c.Name, "err", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-timer.C():
+		cancel()
+		<-done
+		klog.V(2).InfoS("PreStop hook did not finish within the grace period", "podUID", uid, "containerName", c.Name, "gracePeriod", grace)
+	case <-ctx.Done():
+		<-done
+	}
+	return int64(m.opts.Clock.Since(start).Seconds())
+}
+
+func podNamespace(pod *v1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	return pod.Namespace
+}
+
+func podNameOnly(pod *v1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	return pod.Name
+}
+
+// KillPod stops every running container of the pod in parallel (preStop,
+// then StopContainer), then its sandboxes. pod may be nil for an orphan:
+// the grace period is then 1 s unless overridden.
+func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, running *cri.Pod, gracePeriodOverride *int64) error {
+	var result SyncResult
+	m.killPodWithResult(ctx, pod, running, gracePeriodOverride, &result)
+	return result.Error()
+}
+
+func (m *Manager) killPodWithResult(ctx context.Context, pod *v1.Pod, running *cri.Pod, override *int64, result *SyncResult) {
+	if running == nil {
+		return
+	}
+	uid := running.ID
+	if pod != nil {
+		uid = pod.UID
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range running.Containers {
+		if c.State == cri.ContainerStateExited {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := m.killContainer(ctx, pod, uid, c.ID, c.Name, "", override)
+			mu.Lock()
+			result.add(ActionKillContainer, c.Name, err)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		result.add(ActionKillPodSandbox, string(uid), fmt.Errorf("kill pod: %w", err))
+		return
+	}
+	for _, s := range running.Sandboxes {
+		err := m.rt.StopPodSandbox(ctx, s.ID)
+		if err != nil && !isNotFound(err) {
+			result.add(ActionKillPodSandbox, s.ID, newKindError(ErrKillPodSandbox, "stop sandbox %q: %v", s.ID, err))
+			continue
+		}
+		result.add(ActionKillPodSandbox, s.ID, nil)
+	}
+}
+
+// runningPod is the part of status the kill path needs: containers not yet
+// exited, and every sandbox.
+func runningPod(pod *v1.Pod, status *cri.PodStatus) *cri.Pod {
+	p := &cri.Pod{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	if status == nil {
+		return p
+	}
+	for _, cs := range status.ContainerStatuses {
+		if cs.State == cri.ContainerStateExited {
+			continue
+		}
+		p.Containers = append(p.Containers, &cri.Container{ID: cs.ID, Name: cs.Name, State: cs.State, Hash: cs.Hash})
+	}
+	for _, s := range status.SandboxStatuses {
+		p.Sandboxes = append(p.Sandboxes, &cri.Container{ID: s.GetId(), Name: s.GetMetadata().GetName()})
+	}
+	return p
+}

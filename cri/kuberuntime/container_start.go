@@ -1,0 +1,116 @@
+package kuberuntime
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// startTarget is what startContainer needs to know about the sandbox.
+type startTarget struct {
+	sandboxID  string
+	sandboxCfg *runtimeapi.PodSandboxConfig
+	podIPs     []string
+}
+
+// startContainer starts a new instance of c unless it is in restart
+// back-off: image, create, start, postStart. The outcome is recorded in the
+// reason cache; failures are kind errors.
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, status *cri.PodStatus, t startTarget) error {
+	err := m.doStartContainer(ctx, pod, c, status, t)
+	if err != nil {
+		reason, msg := reasonOf(err)
+		m.reasons.set(pod.UID, c.Name, reason, msg)
+		return err
+	}
+	m.reasons.remove(pod.UID, c.Name)
+	return nil
+}
+
+func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, status *cri.PodStatus, t startTarget) error {
+	prev := status.FindContainerStatusByName(c.Name)
+	if prev != nil && prev.State == cri.ContainerStateExited {
+		if err := m.checkRestartBackOff(pod, c, prev); err != nil {
+			return err
+		}
+	}
+
+	imageRef, err := m.ensureImage(ctx, pod, c, t.sandboxCfg)
+	if err != nil {
+		return err
+	}
+
+	restartCount := 0
+	if prev != nil {
+		restartCount = prev.RestartCount + 1
+	}
+	if err := m.ensureContainerLogDir(pod, c.Name); err != nil {
+		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return newKindError(ErrCreateContainerConfig, "%v", err)
+	}
+	cfg, err := m.containerConfig(pod, c, restartCount, t.podIPs, imageRef)
+	if err != nil {
+		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return newKindError(ErrCreateContainerConfig, "%v", err)
+	}
+	id, err := m.rt.CreateContainer(ctx, t.sandboxID, cfg, t.sandboxCfg)
+	if err != nil {
+		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return newKindError(ErrCreateContainer, "create container %q: %v", c.Name, err)
+	}
+	m.event(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+
+	if err := m.rt.StartContainer(ctx, id); err != nil {
+		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return newKindError(ErrRunContainer, "start container %q (%s): %v", c.Name, id, err)
+	}
+	m.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	klog.V(3).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "containerID", id, "restartCount", restartCount)
+
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		msg, err := m.runHook(ctx, pod, pod.UID, id, c, c.Lifecycle.PostStart)
+		if err != nil {
+			m.event(pod, v1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
+			if kerr := m.killContainer(ctx, pod, pod.UID, id, c.Name, "FailedPostStartHook", nil); kerr != nil {
+				klog.ErrorS(kerr, "Failed to kill container after its postStart hook failed", "pod", klog.KObj(pod), "container", c.Name, "containerID", id)
+			}
+			return newKindError(ErrPostStartHook, "%s", msg)
+		}
+	}
+	return nil
+}
+
+// checkRestartBackOff returns ErrCrashLoopBackOff while the container's
+// last instance finished less than its back-off ago; otherwise it steps the
+// back-off for the restart about to happen.
+func (m *Manager) checkRestartBackOff(pod *v1.Pod, c *v1.Container, prev *cri.ContainerStatus) error {
+	key := backOffKey{uid: pod.UID, name: c.Name, hash: hashContainer(c)}
+	if in, d := m.restartBackOff.inBackOffSince(key, prev.FinishedAt); in {
+		m.event(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, podName(pod, pod.UID))
+		return newKindError(ErrCrashLoopBackOff, "back-off %s restarting failed container=%s pod=%s", d, c.Name, podName(pod, pod.UID))
+	}
+	m.restartBackOff.next(key, prev.FinishedAt)
+	return nil
+}
+
+// findContainerSpec looks name up among the pod's init and regular containers.
+func findContainerSpec(pod *v1.Pod, name string) *v1.Container {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+)
+
+// RemoveDeadContainers removes the pod's exited container instances beyond
+// the newest KeepDeadContainers per container name (the newest instance of a
+// name is never removed, so restart counts and last states survive), and
+// its not-ready sandboxes other than the newest that no container uses.
+func (m *Manager) RemoveDeadContainers(ctx context.Context, uid types.UID) error {
+	sel := map[string]string{LabelPodUID: string(uid)}
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	sort.Slice(containers, func(i, j int) bool { return containers[i].CreatedAt > containers[j].CreatedAt })
+	byName := map[string][]*runtimeapi.Container{}
+	usedSandboxes := map[string]bool{}
+	for _, c := range containers {
+		name := c.Labels[LabelContainerName]
+		byName[name] = append(byName[name], c)
+	}
+	var errs []error
+	for name, instances := range byName {
+		dead := 0
+		for i, c := range instances {
+			// The newest instance stays whatever its state.
+			if i == 0 || c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+				usedSandboxes[c.PodSandboxId] = true
+				continue
+			}
+			dead++
+			if dead <= m.opts.KeepDeadContainers {
+				usedSandboxes[c.PodSandboxId] = true
+				continue
+			}
+			if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove dead container %q (%s): %w", name, c.Id, err))
+				usedSandboxes[c.PodSandboxId] = true
+				continue
+			}
+			klog.V(4).InfoS("Removed dead container", "podUID", uid, "containerName", name, "containerID", c.Id)
+		}
+	}
+
+	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("list sandboxes of pod %s: %w", uid, err))...)
+	}
+	sort.Slice(sandboxes, func(i, j int) bool { return sandboxes[i].CreatedAt > sandboxes[j].CreatedAt })
+	for i, s := range sandboxes {
+		if i == 0 || s.State == runtimeapi.PodSandboxState_SANDBOX_READY || usedSandboxes[s.Id] {
+			continue
+		}
+		if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove dead sandbox %q: %w", s.Id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CleanupPod removes every container and sandbox of a terminated pod, its
+// emptyDir volumes and logs, and forgets its back-offs and failure reasons.
+// Containers still running are stopped at once (the pod is terminated: its
+// grace period was spent by KillPod).
+func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
+	sel := map[string]string{LabelPodUID: string(uid)}
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	var errs []error
+	var logDir string
+	for _, c := range containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			if err := m.rt.StopContainer(ctx, c.Id, 0); err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("stop container %q: %w", c.Id, err))
+				continue
+			}
+		}
+		if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %q: %w", c.Id, err))
+		}
+	}
+	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("list sandboxes of pod %s: %w", uid, err))...)
+	}
+	for _, s := range sandboxes {
+		if ns, name := s.Labels[LabelPodNamespace], s.Labels[LabelPodName]; m.opts.PodLogsDir != "" && ns != "" && name != "" {
+			logDir = filepath.Join(m.opts.PodLogsDir, fmt.Sprintf("%s_%s_%s", ns, name, uid))
+		}
+		if err := m.rt.StopPodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop sandbox %q: %w", s.Id, err))
+			continue
+		}
+		if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %q: %w", s.Id, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if m.opts.PodsDir != "" && uid != "" {
+		if err := os.RemoveAll(filepath.Join(m.opts.PodsDir, string(uid), "volumes", "emptydir")); err != nil {
+			errs = append(errs, fmt.Errorf("remove emptyDir volumes of pod %s: %w", uid, err))
+		}
+	}
+	if logDir != "" {
+		if err := os.RemoveAll(logDir); err != nil {
+			errs = append(errs, fmt.Errorf("remove logs of pod %s: %w", uid, err))
+		}
+	}
+	m.forgetPod(uid)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,156 @@
+package kuberuntime
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// Kubelet constants this manager reproduces.
+const (
+	// defaultGracePeriod is the pod termination grace when the spec has none.
+	defaultGracePeriod int64 = 30
+	// orphanGracePeriod is used to kill a pod no source knows.
+	orphanGracePeriod int64 = 1
+	// minimumGracePeriod is the least StopContainer gets after a preStop hook.
+	minimumGracePeriod int64 = 2
+
+	restartBackOffInitial = 10 * time.Second
+	restartBackOffMax     = 300 * time.Second
+	imageBackOffInitial   = 10 * time.Second
+	imageBackOffMax       = 300 * time.Second
+
+	// reasonCacheTTL is how long a failure reason stays without being renewed.
+	reasonCacheTTL = 10 * time.Minute
+)
+
+// Recorder receives the kubelet's pod events. It is optional.
+type Recorder interface {
+	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
+}
+
+// Options configure a Manager.
+type Options struct {
+	// PodLogsDir is the root of pod logs:
+	// <PodLogsDir>/<ns>_<name>_<uid>/<container>/<restartCount>.log.
+	PodLogsDir string
+	// PodsDir is the root of per-pod directories; emptyDir volumes live in
+	// <PodsDir>/<uid>/volumes/emptydir/<name>.
+	PodsDir        string
+	RuntimeHandler string
+	// HostIP is reported as the pod IP of host-network pods.
+	HostIP string
+	// Clock drives back-off and hook timing (default: the real clock).
+	Clock clock.Clock
+	// HTTPClient runs httpGet lifecycle hooks (default: short timeouts).
+	HTTPClient *http.Client
+	// KeepDeadContainers is how many dead instances per container name are
+	// kept besides the newest (default 1).
+	KeepDeadContainers int
+	// Recorder receives events; nil drops them.
+	Recorder Recorder
+}
+
+// Manager drives one runtime for all pods of the node. It is safe for
+// concurrent use by many pod actors.
+type Manager struct {
+	rt   cri.Runtime
+	opts Options
+
+	restartBackOff *backOff
+	imageBackOff   *backOff
+	reasons        *reasonCache
+
+	mu          sync.Mutex
+	runtimeName string
+}
+
+// NewManager returns a manager driving rt.
+func NewManager(rt cri.Runtime, opts Options) *Manager {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{
+			Timeout: 10 * time.Second,
+			// Hooks target the pod itself: never follow redirects elsewhere.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if opts.KeepDeadContainers <= 0 {
+		opts.KeepDeadContainers = 1
+	}
+	return &Manager{
+		rt:             rt,
+		opts:           opts,
+		restartBackOff: newBackOff(opts.Clock, restartBackOffInitial, restartBackOffMax),
+		imageBackOff:   newBackOff(opts.Clock, imageBackOffInitial, imageBackOffMax),
+		reasons:        newReasonCache(opts.Clock),
+	}
+}
+
+// BackOffs returns, for describe, the end of each container's current
+// restart back-off (container name → time the back-off ends).
+func (m *Manager) BackOffs(uid types.UID) map[string]time.Time {
+	return m.restartBackOff.endsForPod(uid)
+}
+
+// GC drops back-off and reason-cache entries that went stale. Housekeeping
+// calls it periodically.
+func (m *Manager) GC() {
+	m.restartBackOff.gc()
+	m.imageBackOff.gc()
+	m.reasons.gc(reasonCacheTTL)
+}
+
+// forgetPod drops all in-memory state of a pod.
+func (m *Manager) forgetPod(uid types.UID) {
+	m.restartBackOff.forgetPod(uid)
+	m.imageBackOff.forgetPod(uid)
+	m.reasons.forgetPod(uid)
+}
+
+// event emits a pod event if a recorder is configured.
+func (m *Manager) event(pod *v1.Pod, eventType, reason, format string, args ...any) {
+	if m.opts.Recorder == nil || pod == nil {
+		return
+	}
+	m.opts.Recorder.Eventf(pod, eventType, reason, format, args...)
+}
+
+// runtimeNameFor returns the runtime's name for container IDs
+// ("<runtime>://<id>"), asking the runtime once.
+func (m *Manager) runtimeNameFor(ctx context.Context) string {
+	m.mu.Lock()
+	name := m.runtimeName
+	m.mu.Unlock()
+	if name != "" {
+		return name
+	}
+	v, err := m.rt.Version(ctx, "v1")
+	if err != nil || v.GetRuntimeName() == "" {
+		klog.V(4).InfoS("Runtime version unknown, container IDs use the generic prefix", "err", err)
+		return "cri"
+	}
+	m.mu.Lock()
+	m.runtimeName = v.GetRuntimeName()
+	m.mu.Unlock()
+	return v.GetRuntimeName()
+}
+
+func (m *Manager) cachedRuntimeName() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runtimeName == "" {
+		return "cri"
+	}
+	return m.runtimeName
+}

@@ -1,0 +1,188 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// GetPodStatus reads the runtime status of one pod: its sandboxes (newest
+// first), the IPs of the newest ready sandbox, and every container instance
+// (newest first).
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error) {
+	m.runtimeNameFor(ctx)
+	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{LabelPodUID: string(uid)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s/%s: %w", namespace, name, err)
+	}
+	sort.Slice(sandboxes, func(i, j int) bool { return sandboxes[i].CreatedAt > sandboxes[j].CreatedAt })
+
+	status := &cri.PodStatus{ID: uid, Name: name, Namespace: namespace}
+	for i, s := range sandboxes {
+		resp, err := m.rt.PodSandboxStatus(ctx, s.Id, false)
+		if err != nil {
+			if isNotFound(err) {
+				continue // removed since the list
+			}
+			return nil, fmt.Errorf("status of sandbox %q of pod %s/%s: %w", s.Id, namespace, name, err)
+		}
+		ss := resp.GetStatus()
+		status.SandboxStatuses = append(status.SandboxStatuses, ss)
+		if i == 0 && ss.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			status.IPs = sandboxIPs(ss)
+		}
+	}
+
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{LabelPodUID: string(uid)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s/%s: %w", namespace, name, err)
+	}
+	for _, c := range containers {
+		resp, err := m.rt.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("status of container %q of pod %s/%s: %w", c.Id, namespace, name, err)
+		}
+		status.ContainerStatuses = append(status.ContainerStatuses, toContainerStatus(resp.GetStatus()))
+	}
+	sort.SliceStable(status.ContainerStatuses, func(i, j int) bool {
+		return status.ContainerStatuses[i].CreatedAt.After(status.ContainerStatuses[j].CreatedAt)
+	})
+	status.TimeStamp = m.opts.Clock.Now()
+	return status, nil
+}
+
+func sandboxIPs(ss *runtimeapi.PodSandboxStatus) []string {
+	n := ss.GetNetwork()
+	if n == nil || n.Ip == "" {
+		return nil
+	}
+	ips := []string{n.Ip}
+	for _, ip := range n.AdditionalIps {
+		if ip.GetIp() != "" {
+			ips = append(ips, ip.GetIp())
+		}
+	}
+	return ips
+}
+
+func toContainerState(s runtimeapi.ContainerState) cri.ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return cri.ContainerStateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return cri.ContainerStateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return cri.ContainerStateExited
+	}
+	return cri.ContainerStateUnknown
+}
+
+func unixNanoTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func toContainerStatus(s *runtimeapi.ContainerStatus) *cri.ContainerStatus {
+	info := parseContainerInfo(s.GetLabels(), s.GetAnnotations())
+	name := info.name
+	if name == "" {
+		name = s.GetMetadata().GetName()
+	}
+	return &cri.ContainerStatus{
+		ID:           s.GetId(),
+		Name:         name,
+		State:        toContainerState(s.GetState()),
+		CreatedAt:    unixNanoTime(s.GetCreatedAt()),
+		StartedAt:    unixNanoTime(s.GetStartedAt()),
+		FinishedAt:   unixNanoTime(s.GetFinishedAt()),
+		ExitCode:     int(s.GetExitCode()),
+		Image:        s.GetImage().GetImage(),
+		ImageID:      s.GetImageRef(),
+		Hash:         info.hash,
+		RestartCount: info.restartCount,
+		Reason:       s.GetReason(),
+		Message:      s.GetMessage(),
+	}
+}
+
+// GetPods lists the runtime's pods, grouped by the pod UID label. With all
+// false only ready sandboxes and running containers are listed.
+func (m *Manager) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
+	var sf *runtimeapi.PodSandboxFilter
+	var cf *runtimeapi.ContainerFilter
+	if !all {
+		sf = &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}
+		cf = &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
+	}
+	sandboxes, err := m.rt.ListPodSandbox(ctx, sf)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	containers, err := m.rt.ListContainers(ctx, cf)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+
+	pods := map[types.UID]*cri.Pod{}
+	podFor := func(labels map[string]string, createdAt int64) *cri.Pod {
+		uid := types.UID(labels[LabelPodUID])
+		p, ok := pods[uid]
+		if !ok {
+			p = &cri.Pod{ID: uid, Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace], CreatedAt: createdAt}
+			pods[uid] = p
+		}
+		if createdAt != 0 && (p.CreatedAt == 0 || createdAt < p.CreatedAt) {
+			p.CreatedAt = createdAt
+		}
+		return p
+	}
+	for _, s := range sandboxes {
+		if s.Labels[LabelPodUID] == "" {
+			continue // not ours
+		}
+		p := podFor(s.Labels, s.CreatedAt)
+		state := cri.ContainerStateExited
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			state = cri.ContainerStateRunning
+		}
+		p.Sandboxes = append(p.Sandboxes, &cri.Container{
+			ID: s.Id, Name: s.GetMetadata().GetName(), State: state, CreatedAt: s.CreatedAt,
+		})
+	}
+	for _, c := range containers {
+		if c.Labels[LabelPodUID] == "" {
+			continue
+		}
+		p := podFor(c.Labels, c.CreatedAt)
+		info := parseContainerInfo(c.Labels, c.Annotations)
+		name := info.name
+		if name == "" {
+			name = c.GetMetadata().GetName()
+		}
+		p.Containers = append(p.Containers, &cri.Container{
+			ID: c.Id, Name: name, Image: c.GetImage().GetImage(), ImageID: c.ImageRef,
+			Hash: info.hash, State: toContainerState(c.State), CreatedAt: c.CreatedAt,
+		})
+	}
+	out := make([]*cri.Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
+	return out, nil
+}

@@ -1,0 +1,144 @@
+package kuberuntime
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// SyncPod runs one computePodActions + execute pass for pod against its
+// runtime status. failedProbes maps container IDs whose liveness or startup
+// probe failed to a message; those containers are killed and restarted per
+// the restart policy.
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) SyncResult {
+	var result SyncResult
+	if err := validatePodIdentity(pod); err != nil {
+		result.add(ActionCreatePodSandbox, "", newKindError(ErrConfigPodSandbox, "%v", err))
+		return result
+	}
+	if status == nil {
+		status = &cri.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	m.runtimeNameFor(ctx)
+
+	actions := computePodActions(pod, status, failedProbes)
+	klog.V(3).InfoS("Computed pod actions", "pod", klog.KObj(pod), "podUID", pod.UID, "actions", actions.String())
+
+	if actions.CreateSandbox && len(status.SandboxStatuses) > 0 {
+		m.event(pod, v1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+	}
+
+	if actions.KillPod {
+		m.killPodWithResult(ctx, pod, runningPod(pod, status), nil, &result)
+		result.PodKilled = true
+		if result.Error() != nil || !actions.CreateSandbox {
+			return result
+		}
+		// Starting over: init containers run again from the first one.
+		status = &cri.PodStatus{
+			ID: status.ID, Name: status.Name, Namespace: status.Namespace, IPs: status.IPs,
+			SandboxStatuses:   status.SandboxStatuses,
+			ContainerStatuses: m.removeInitContainers(ctx, pod, status),
+			TimeStamp:         status.TimeStamp,
+		}
+	} else {
+		for id, k := range actions.ContainersToKill {
+			err := m.killContainer(ctx, pod, pod.UID, id, k.name, k.message, nil)
+			result.add(ActionKillContainer, k.name, err)
+			if err != nil {
+				klog.ErrorS(err, "Failed to kill container for a restart", "pod", klog.KObj(pod), "container", k.name, "containerID", id)
+				return result
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return result
+	}
+
+	target := startTarget{sandboxID: actions.SandboxID, podIPs: status.IPs}
+	sandboxCfg, err := m.sandboxConfig(pod, actions.Attempt)
+	if err != nil {
+		result.add(ActionCreatePodSandbox, string(pod.UID), newKindError(ErrConfigPodSandbox, "%v", err))
+		return result
+	}
+	target.sandboxCfg = sandboxCfg
+	if actions.CreateSandbox {
+		id, ips, err := m.createSandbox(ctx, pod, sandboxCfg)
+		result.add(ActionCreatePodSandbox, string(pod.UID), err)
+		if err != nil {
+			return result
+		}
+		result.SandboxCreated = true
+		target.sandboxID, target.podIPs = id, ips
+		// The fresh sandbox has no containers yet.
+		status = &cri.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, ContainerStatuses: status.ContainerStatuses}
+	}
+	if pod.Spec.HostNetwork && m.opts.HostIP != "" {
+		target.podIPs = []string{m.opts.HostIP}
+	}
+
+	if c := actions.NextInitContainer; c != nil {
+		err := m.startContainer(ctx, pod, c, status, target)
+		result.add(ActionInitContainer, c.Name, err)
+		// Regular containers wait for the init container to finish.
+		return result
+	}
+	for _, i := range actions.ContainersToStart {
+		c := &pod.Spec.Containers[i]
+		err := m.startContainer(ctx, pod, c, status, target)
+		result.add(ActionStartContainer, c.Name, err)
+		if ctx.Err() != nil {
+			return result
+		}
+	}
+	return result
+}
+
+// createSandbox runs a new sandbox and returns its ID and IPs.
+func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, []string, error) {
+	if err := m.ensurePodLogsDir(pod); err != nil {
+		m.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return "", nil, newKindError(ErrCreatePodSandbox, "%v", err)
+	}
+	id, err := m.rt.RunPodSandbox(ctx, cfg, m.opts.RuntimeHandler)
+	if err != nil {
+		m.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return "", nil, newKindError(ErrCreatePodSandbox, "run sandbox of pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	st, err := m.rt.PodSandboxStatus(ctx, id, false)
+	if err != nil {
+		m.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to get pod sandbox status: %v", err)
+		return "", nil, newKindError(ErrCreatePodSandbox, "status of new sandbox %q: %v", id, err)
+	}
+	var ips []string
+	if !pod.Spec.HostNetwork {
+		ips = sandboxIPs(st.GetStatus())
+	}
+	klog.V(3).InfoS("Created pod sandbox", "pod", klog.KObj(pod), "podSandboxID", id, "attempt", cfg.Metadata.Attempt)
+	return id, ips, nil
+}
+
+// removeInitContainers deletes all init container instances so a new
+// sandbox starts initialization from scratch, and returns the statuses left.
+func (m *Manager) removeInitContainers(ctx context.Context, pod *v1.Pod, status *cri.PodStatus) []*cri.ContainerStatus {
+	inits := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		inits[c.Name] = true
+	}
+	kept := status.ContainerStatuses[:0:0]
+	for _, cs := range status.ContainerStatuses {
+		if !inits[cs.Name] {
+			kept = append(kept, cs)
+			continue
+		}
+		if err := m.rt.RemoveContainer(ctx, cs.ID); err != nil && !isNotFound(err) {
+			klog.ErrorS(err, "Failed to remove init container", "pod", klog.KObj(pod), "container", cs.Name, "containerID", cs.ID)
+			kept = append(kept, cs)
+		}
+	}
+	return kept
+}
