@@ -1,0 +1,45 @@
+package bus
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// embeddedReadyTimeout bounds how long Connect waits for the embedded server
+// (JetStream recovers its store before it accepts clients).
+const embeddedReadyTimeout = 30 * time.Second
+
+// startEmbedded runs a single nats-server in this process: JetStream on,
+// client port on the given host only, no cluster, no HTTP monitoring.
+func startEmbedded(o Options) (*server.Server, error) {
+	sopts := &server.Options{
+		ServerName:    o.Name,
+		Host:          o.EmbeddedHost,
+		Port:          o.EmbeddedPort,
+		JetStream:     true,
+		StoreDir:      o.StoreDir,
+		NoSigs:        true,
+		Username:      o.User,
+		Password:      o.Password,
+		Authorization: o.Token,
+	}
+	s, err := server.NewServer(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("create embedded NATS server: %w", err)
+	}
+	s.SetLoggerV2(serverLogger{}, false, false, false)
+	go s.Start()
+	if !s.ReadyForConnections(embeddedReadyTimeout) {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, fmt.Errorf("embedded NATS server on %s:%d not ready after %s", o.EmbeddedHost, o.EmbeddedPort, embeddedReadyTimeout)
+	}
+	if !s.JetStreamEnabled() {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, fmt.Errorf("embedded NATS server: JetStream did not start (storeDir %q)", o.StoreDir)
+	}
+	return s, nil
+}
