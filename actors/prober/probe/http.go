@@ -25,6 +25,9 @@ const (
 	maxRedirects = 10
 	// UserAgent is sent unless the probe sets its own User-Agent header.
 	UserAgent = "kube-probe/actorlet"
+	// RedirectWarning starts the message of a success that stopped at a
+	// redirect to another host.
+	RedirectWarning = "Probe terminated redirects"
 )
 
 // NewHTTPRequest builds the GET request of an httpGet probe: scheme (HTTP
@@ -118,7 +121,7 @@ func DoHTTP(client *http.Client, req *http.Request) (messages.ProbeResult, strin
 		return messages.ProbeSuccess, body, nil
 	case res.StatusCode >= http.StatusMultipleChoices && res.StatusCode < http.StatusBadRequest:
 		klog.V(2).InfoS("Probe terminated redirects", "url", req.URL.String(), "statusCode", res.StatusCode, "location", res.Header.Get("Location"))
-		return messages.ProbeSuccess, fmt.Sprintf("Probe terminated redirects, Response body: %s", body), nil
+		return messages.ProbeSuccess, fmt.Sprintf("%s, Response body: %s", RedirectWarning, body), nil
 	}
 	msg := fmt.Sprintf("HTTP probe failed with statuscode: %d", res.StatusCode)
 	if body != "" {

@@ -1,0 +1,44 @@
+package prober
+
+import (
+	"github.com/actorlet/actorlet/actors/prober/probe"
+	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+)
+
+// Recorder records Kubernetes-style events about a pod ("Unhealthy").
+type Recorder interface {
+	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
+}
+
+// Config is what the prober manager and its workers need.
+type Config struct {
+	// Exec runs exec probes in containers (cri.RuntimeService's ExecSync).
+	// Without it exec probes report an error.
+	Exec probe.Execer
+	// Clock drives probe periods and initial delays; the real clock when nil.
+	Clock clock.WithTicker
+	// Recorder, optional, receives Unhealthy and ProbeWarning events.
+	Recorder Recorder
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return c
+}
+
+// Props returns the props of the prober manager. Spawn it as a child of the
+// actor that should receive ProbeResultChanged (the supervisor).
+func Props(cfg Config) *actor.Props {
+	cfg = cfg.withDefaults()
+	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) })
+}
+
+// Event reasons, as the kubelet names them.
+const (
+	ReasonUnhealthy    = "Unhealthy"
+	ReasonProbeWarning = "ProbeWarning"
+)
