@@ -1,0 +1,324 @@
+package podactor
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/actors/podactor/fake"
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages"
+)
+
+func TestCreateWaitsForFreshCacheThenSyncsAndReports(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	eventually(t, "a sync completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	if n := h.rt.Count(fake.OpSyncPod); n != 1 {
+		t.Fatalf("SyncPod calls = %d, want 1", n)
+	}
+	if mt := h.cache.MinTimes("u1"); len(mt) != 1 || !mt[0].IsZero() {
+		t.Fatalf("first sync must wait for any cached status, minTimes = %v", mt)
+	}
+	st := messagesOf[*messages.PodStatusComputed](h)
+	if len(st) != 1 || st[0].Status.Phase != v1.PodRunning {
+		t.Fatalf("PodStatusComputed = %+v, want one Running", st)
+	}
+	// Pending → Running is a phase change: requeue at once.
+	if c := messagesOf[*messages.PodSyncCompleted](h)[0]; c.RequeueAfter != 0 || c.Err != "" {
+		t.Fatalf("completion = %+v, want immediate requeue without error", c)
+	}
+	// The next sync waits for a status newer than the last sync.
+	h.clock.Step(time.Second)
+	h.send(upd(messages.SyncPodSync, testPod("u1", 1, nil)))
+	eventually(t, "second sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
+	if mt := h.cache.MinTimes("u1"); len(mt) != 2 || !mt[1].Equal(time.Unix(1000, 0)) {
+		t.Fatalf("second sync minTime = %v, want the first sync's completion time", mt)
+	}
+	if c := messagesOf[*messages.PodSyncCompleted](h)[1]; c.RequeueAfter < time.Minute || c.RequeueAfter >= 90*time.Second {
+		t.Fatalf("healthy resync requeue = %v, want in [1m, 1.5m)", c.RequeueAfter)
+	}
+}
+
+func TestUpdatesCoalesceWhileSyncRuns(t *testing.T) {
+	h := newHarness(t, "u1")
+	release := h.rt.Hold(fake.OpSyncPod)
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	eventually(t, "sync in flight", func() bool { return h.rt.Count(fake.OpSyncPod) == 1 })
+	for gen := int64(2); gen <= 5; gen++ {
+		h.send(upd(messages.SyncPodUpdate, testPod("u1", gen, nil)))
+	}
+	if d := h.describe(); !d.Working || d.PendingUpdate == "" {
+		t.Fatalf("describe = %+v, want working with one pending update", d)
+	}
+	release()
+	eventually(t, "two completions", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
+	calls := h.rt.Calls(fake.OpSyncPod)
+	if len(calls) != 2 || calls[1].Pod.Generation != 5 {
+		t.Fatalf("SyncPod calls = %d (last gen %d), want 2 with the latest update (gen 5)", len(calls), calls[len(calls)-1].Pod.Generation)
+	}
+}
+
+func TestPendingKillIsNotOverwrittenByLaterUpdate(t *testing.T) {
+	h := newHarness(t, "u1")
+	release := h.rt.Hold(fake.OpSyncPod)
+	defer release()
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	eventually(t, "sync in flight", func() bool { return h.rt.Count(fake.OpSyncPod) == 1 })
+	relKill := h.rt.Hold(fake.OpKillPod)
+	h.send(&messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: testPod("u1", 1, nil)})
+	h.send(upd(messages.SyncPodUpdate, testPod("u1", 2, nil)))
+	eventually(t, "kill in flight", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
+	relKill()
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+	if n := h.rt.Count(fake.OpSyncPod); n != 1 {
+		t.Fatalf("SyncPod calls = %d: the update after the kill must not sync", n)
+	}
+}
+
+func TestStatesAreOneWaySyncTerminatingTerminatedFinished(t *testing.T) {
+	h := newHarness(t, "u1")
+	p := testPod("u1", 1, int64p(30))
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "first sync", func() bool { return h.rt.Count(fake.OpSyncPod) == 1 })
+	h.send(upd(messages.SyncPodUpdate, deleted(p, 20)))
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+	if got, want := h.states(), []string{"terminating", "terminated", "finished"}; !slices.Equal(got, want) {
+		t.Fatalf("states = %v, want %v", got, want)
+	}
+	if k := h.rt.Calls(fake.OpKillPod); len(k) != 1 || graceOf(k[0]) != "20" {
+		t.Fatalf("KillPod calls = %+v, want one with the deletion grace 20", k)
+	}
+	st := messagesOf[*messages.PodStatusComputed](h)
+	if last := st[len(st)-1]; last.Status.Phase != v1.PodFailed {
+		t.Fatalf("final status phase = %s, want Failed for a deleted running pod", last.Status.Phase)
+	}
+	// A finished worker ignores every update, even a sync back to running.
+	h.send(upd(messages.SyncPodUpdate, p))
+	h.send(upd(messages.SyncPodSync, p))
+	h.never("work after finished", func() bool {
+		return h.rt.Count(fake.OpSyncPod) != 1 || h.rt.Count(fake.OpKillPod) != 1 || len(h.states()) != 3
+	})
+	if d := h.describe(); d.WorkType != messages.TerminatedWork {
+		t.Fatalf("describe work type = %v, want terminated", d.WorkType)
+	}
+}
+
+func TestBecomingTerminatingCancelsSyncInFlight(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.rt.Hold(fake.OpSyncPod) // never released: only cancellation ends it
+	p := testPod("u1", 1, nil)
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "sync in flight", func() bool { return h.rt.Count(fake.OpSyncPod) == 1 })
+	h.send(upd(messages.SyncPodUpdate, deleted(p, 5)))
+	eventually(t, "sync canceled", func() bool {
+		c := h.rt.Calls(fake.OpSyncPod)[0]
+		return c.Returned && errors.Is(c.Err, errCanceled)
+	})
+	eventually(t, "kill", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
+	if g := graceOf(h.rt.Calls(fake.OpKillPod)[0]); g != "5" {
+		t.Fatalf("kill grace = %s, want 5", g)
+	}
+}
+
+func TestShorterGracePeriodCancelsKillAndGraceOnlyShortens(t *testing.T) {
+	h := newHarness(t, "u1")
+	release := h.rt.Hold(fake.OpKillPod)
+	p := testPod("u1", 1, int64p(60))
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "sync", func() bool { return h.rt.Count(fake.OpSyncPod) == 1 })
+	h.send(&messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: p, KillOptions: &messages.KillOptions{GracePeriodSecondsOverride: int64p(20)}})
+	eventually(t, "first kill", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
+	// A longer grace period changes nothing.
+	h.send(&messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: p, KillOptions: &messages.KillOptions{GracePeriodSecondsOverride: int64p(40)}})
+	h.never("restart for a longer grace", func() bool { return h.rt.Count(fake.OpKillPod) != 1 })
+	if d := h.describe(); d.GracePeriod == nil || *d.GracePeriod != 20 {
+		t.Fatalf("grace = %v, want 20", d.GracePeriod)
+	}
+	// A shorter one cancels the kill in flight and runs it again.
+	h.send(upd(messages.SyncPodUpdate, deleted(p, 5)))
+	eventually(t, "second kill", func() bool { return h.rt.Count(fake.OpKillPod) == 2 })
+	kills := h.rt.Calls(fake.OpKillPod)
+	if !kills[0].Returned || !errors.Is(kills[0].Err, errCanceled) || graceOf(kills[0]) != "20" || graceOf(kills[1]) != "5" {
+		t.Fatalf("kills = %+v, want the 20 s kill canceled then a 5 s kill", kills)
+	}
+	release()
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+}
+
+func TestCreateWhileTerminatingSetsRestartRequested(t *testing.T) {
+	h := newHarness(t, "u1")
+	release := h.rt.Hold(fake.OpKillPod)
+	p := testPod("u1", 1, nil)
+	h.send(upd(messages.SyncPodCreate, p))
+	h.send(&messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: p})
+	eventually(t, "kill", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 2, nil)))
+	eventually(t, "restart requested", func() bool {
+		s := messagesOf[*messages.PodWorkerStateChanged](h)
+		return len(s) > 0 && s[len(s)-1].RestartRequested
+	})
+	if d := h.describe(); !d.RestartRequested || d.PendingUpdate != "" {
+		t.Fatalf("describe = %+v: the create must only set restartRequested", d)
+	}
+	release()
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+	if n := h.rt.Count(fake.OpSyncPod); n > 1 {
+		t.Fatalf("SyncPod calls = %d: the create while terminating must not sync", n)
+	}
+}
+
+func TestTerminalPodOnFirstSightStartsNothing(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateExited}}})
+	p := testPod("u1", 1, nil)
+	p.Status.Phase = v1.PodSucceeded
+	h.rt.SetPhase("u1", v1.PodPending) // what a runtime without containers would derive
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+	if n := h.rt.Count(""); n != 0 {
+		t.Fatalf("runtime calls = %+v, want none", h.rt.Calls(""))
+	}
+	st := messagesOf[*messages.PodStatusComputed](h)
+	if len(st) != 1 || st[0].Status.Phase != v1.PodSucceeded {
+		t.Fatalf("statuses = %+v, want one final Succeeded", st)
+	}
+}
+
+func TestTerminalPhaseFromRuntimeTerminatesWithoutSyncing(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.rt.SetPhase("u1", v1.PodSucceeded)
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+	if n := h.rt.Count(fake.OpSyncPod); n != 0 {
+		t.Fatalf("SyncPod calls = %d, want none for a terminal pod", n)
+	}
+	if n := h.rt.Count(fake.OpKillPod); n != 1 {
+		t.Fatalf("KillPod calls = %d, want 1", n)
+	}
+	st := messagesOf[*messages.PodStatusComputed](h)
+	if last := st[len(st)-1]; last.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("final phase = %s, want Succeeded", last.Status.Phase)
+	}
+}
+
+func TestOrphanIsOnlyKilledWithGraceOneSecond(t *testing.T) {
+	h := newHarness(t, "orphan")
+	running := &cri.Pod{ID: "orphan", Name: "old", Namespace: "default", Containers: []*cri.Container{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}}
+	h.send(&messages.SyncPod{UpdateType: messages.SyncPodSync, RunningPod: running})
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+	kills := h.rt.Calls(fake.OpKillPod)
+	if len(kills) != 1 || graceOf(kills[0]) != "1" || kills[0].Running != running || kills[0].Pod != nil {
+		t.Fatalf("kills = %+v, want one of the running pod with grace 1", kills)
+	}
+	if n := h.rt.Count(fake.OpSyncPod); n != 0 {
+		t.Fatalf("an orphan must never be synced, got %d SyncPod", n)
+	}
+}
+
+func TestEvictedPodEndsFailedWithReason(t *testing.T) {
+	h := newHarness(t, "u1")
+	p := testPod("u1", 1, nil)
+	h.send(upd(messages.SyncPodCreate, p))
+	h.send(&messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: p, KillOptions: &messages.KillOptions{Evict: true, Reason: "Evicted", Message: "low memory", GracePeriodSecondsOverride: int64p(2)}})
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+	st := messagesOf[*messages.PodStatusComputed](h)
+	last := st[len(st)-1].Status
+	if last.Phase != v1.PodFailed || last.Reason != "Evicted" || last.Message != "low memory" {
+		t.Fatalf("final status = %s/%s/%s, want Failed/Evicted/low memory", last.Phase, last.Reason, last.Message)
+	}
+	if g := graceOf(h.rt.Calls(fake.OpKillPod)[0]); g != "2" {
+		t.Fatalf("kill grace = %s, want 2", g)
+	}
+}
+
+func TestSyncErrorRetriesInTenSecondsJittered(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.rt.Fail(fake.OpSyncPod, errors.New("image pull failed"))
+	p := testPod("u1", 1, nil)
+	p.Status.Phase = v1.PodRunning
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	c := messagesOf[*messages.PodSyncCompleted](h)[0]
+	if c.Err == "" || c.RequeueAfter < 10*time.Second || c.RequeueAfter >= 15*time.Second {
+		t.Fatalf("completion = %+v, want an error and requeue in [10s, 15s)", c)
+	}
+	if d := h.describe(); d.LastSyncError == "" {
+		t.Fatal("describe must show the last sync error")
+	}
+}
+
+func TestLivenessFailureIsPassedToSyncPodUntilContainerChanges(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
+	p := testPod("u1", 1, nil)
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "first sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	h.send(&messages.ProbeResultChanged{PodUID: "u1", ContainerName: "app", ContainerID: "c1", Kind: messages.Liveness, Result: messages.ProbeFailure, Message: "HTTP 500"})
+	eventually(t, "sync on probe failure", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
+	if fp := h.rt.Calls(fake.OpSyncPod)[1].FailedProbes; fp["c1"] != "HTTP 500" {
+		t.Fatalf("failedProbes = %v, want c1 → HTTP 500", fp)
+	}
+	// The runtime replaced the container: the failure is forgotten.
+	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{{ID: "c2", Name: "app", State: cri.ContainerStateRunning}}})
+	h.send(upd(messages.SyncPodSync, p))
+	eventually(t, "third sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 3 })
+	h.send(upd(messages.SyncPodSync, p))
+	eventually(t, "fourth sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 4 })
+	if fp := h.rt.Calls(fake.OpSyncPod)[3].FailedProbes; len(fp) != 0 {
+		t.Fatalf("failedProbes after the container changed = %v, want none", fp)
+	}
+	// Readiness changes do not sync.
+	h.send(&messages.ProbeResultChanged{PodUID: "u1", ContainerName: "app", ContainerID: "c2", Kind: messages.Readiness, Result: messages.ProbeFailure})
+	h.never("sync on readiness", func() bool { return h.rt.Count(fake.OpSyncPod) != 4 })
+}
+
+func TestRestartPodKillsContainersThenSyncs(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{
+		{ID: "c1", Name: "app", State: cri.ContainerStateRunning},
+		{ID: "c2", Name: "sidecar", State: cri.ContainerStateRunning},
+	}})
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	eventually(t, "first sync", func() bool { return h.rt.Count(fake.OpSyncPod) == 1 })
+	h.send(&messages.RestartPod{UID: "u1", Container: "sidecar"})
+	eventually(t, "second sync", func() bool { return h.rt.Count(fake.OpSyncPod) == 2 })
+	all := h.rt.Calls("")
+	if k := h.rt.Calls(fake.OpKillContainer); len(k) != 1 || k[0].ContainerID != "c2" {
+		t.Fatalf("KillContainer calls = %+v, want c2 only", k)
+	}
+	if all[len(all)-2].Op != fake.OpKillContainer || all[len(all)-1].Op != fake.OpSyncPod {
+		t.Fatalf("calls = %+v, want KillContainer then SyncPod", all)
+	}
+	h.send(&messages.RestartPod{UID: "u1"})
+	eventually(t, "third sync", func() bool { return h.rt.Count(fake.OpSyncPod) == 3 })
+	if n := h.rt.Count(fake.OpKillContainer); n != 3 {
+		t.Fatalf("KillContainer calls = %d, want 3 after restarting all", n)
+	}
+}
+
+func TestPanicRestartsActorWhichAsksForDesiredPodAndResyncs(t *testing.T) {
+	h := newHarness(t, "u1")
+	p := testPod("u1", 1, nil)
+	h.mu.Lock()
+	h.desired = &messages.DesiredPod{Found: true, Update: *upd(messages.SyncPodCreate, p), ActorRestarts: 1}
+	h.mu.Unlock()
+	h.rt.Panic(fake.OpSyncPod, 1)
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "resync after restart", func() bool {
+		c := h.rt.Calls(fake.OpSyncPod)
+		return len(c) == 2 && c[1].Returned
+	})
+	h.mu.Lock()
+	asked := h.desiredRequests
+	h.mu.Unlock()
+	if asked != 1 {
+		t.Fatalf("GetDesiredPod requests = %d, want 1", asked)
+	}
+	if d := h.describe(); d.ActorRestarts != 1 || d.WorkType != messages.SyncWork {
+		t.Fatalf("describe = %+v, want 1 restart, syncing", d)
+	}
+}

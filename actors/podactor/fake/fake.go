@@ -1,0 +1,319 @@
+// Package fake holds test doubles of the runtime manager and the PLEG status
+// cache, as the pod actor and the supervisor see them. The runtime records
+// every call, can hold a verb until released or canceled, can fail a verb,
+// and can panic on demand.
+package fake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// Verbs of the runtime, as recorded in Call.Op.
+const (
+	OpSyncPod              = "SyncPod"
+	OpKillPod              = "KillPod"
+	OpKillContainer        = "KillContainer"
+	OpGetPods              = "GetPods"
+	OpRemoveDeadContainers = "RemoveDeadContainers"
+	OpCleanupPod           = "CleanupPod"
+	OpGC                   = "GC"
+)
+
+// Call is one recorded runtime call.
+type Call struct {
+	Op            string
+	UID           types.UID
+	Pod           *v1.Pod
+	Running       *cri.Pod
+	ContainerID   string
+	ContainerName string
+	Grace         *int64
+	FailedProbes  map[string]string
+	Err           error // what the call returned; set when it returned
+	Returned      bool
+}
+
+// Runtime is a fake runtime manager. The zero value is not usable: use
+// NewRuntime.
+type Runtime struct {
+	mu      sync.Mutex
+	calls   []Call
+	holds   map[string]chan struct{}
+	errs    map[string]error
+	panics  map[string]int
+	phases  map[types.UID]v1.PodPhase
+	phase   v1.PodPhase
+	pods    []*cri.Pod
+	changed chan struct{}
+}
+
+// NewRuntime returns a fake whose pods run (GeneratePodStatus says Running).
+func NewRuntime() *Runtime {
+	return &Runtime{
+		holds: map[string]chan struct{}{}, errs: map[string]error{}, panics: map[string]int{},
+		phases: map[types.UID]v1.PodPhase{}, phase: v1.PodRunning,
+	}
+}
+
+// Hold makes calls of op block until the returned release is called or
+// their context ends.
+func (r *Runtime) Hold(op string) (release func()) {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.holds[op] = ch
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			if r.holds[op] == ch {
+				delete(r.holds, op)
+			}
+			r.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// Fail makes calls of op return err (nil: succeed again).
+func (r *Runtime) Fail(op string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs[op] = err
+}
+
+// Panic makes the next n calls of op panic.
+func (r *Runtime) Panic(op string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.panics[op] = n
+}
+
+// SetPhase sets the phase GeneratePodStatus reports for uid ("" uid: all).
+func (r *Runtime) SetPhase(uid types.UID, p v1.PodPhase) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if uid == "" {
+		r.phase = p
+		return
+	}
+	r.phases[uid] = p
+}
+
+// SetPods sets what GetPods returns.
+func (r *Runtime) SetPods(pods ...*cri.Pod) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pods = pods
+}
+
+// Calls returns the recorded calls of op ("" for all).
+func (r *Runtime) Calls(op string) []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Call
+	for _, c := range r.calls {
+		if op == "" || c.Op == op {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Count returns how many calls of op were made.
+func (r *Runtime) Count(op string) int { return len(r.Calls(op)) }
+
+// call records c, applies panics, holds and failures, and returns the
+// call's error.
+func (r *Runtime) call(ctx context.Context, c Call) error {
+	r.mu.Lock()
+	idx := len(r.calls)
+	r.calls = append(r.calls, c)
+	hold := r.holds[c.Op]
+	err := r.errs[c.Op]
+	doPanic := r.panics[c.Op] > 0
+	if doPanic {
+		r.panics[c.Op]--
+	}
+	r.mu.Unlock()
+	if doPanic {
+		panic(fmt.Sprintf("fake runtime: %s panics on demand", c.Op))
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	r.mu.Lock()
+	r.calls[idx].Err, r.calls[idx].Returned = err, true
+	r.mu.Unlock()
+	return err
+}
+
+func copyGrace(g *int64) *int64 {
+	if g == nil {
+		return nil
+	}
+	v := *g
+	return &v
+}
+
+// SyncPod records the call.
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, failedProbes map[string]string) error {
+	fp := map[string]string{}
+	for k, v := range failedProbes {
+		fp[k] = v
+	}
+	return r.call(ctx, Call{Op: OpSyncPod, UID: pod.UID, Pod: pod, FailedProbes: fp})
+}
+
+// KillPod records the call.
+func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, running *cri.Pod, grace *int64) error {
+	c := Call{Op: OpKillPod, Pod: pod, Running: running, Grace: copyGrace(grace)}
+	if running != nil {
+		c.UID = running.ID
+	}
+	if pod != nil {
+		c.UID = pod.UID
+	}
+	return r.call(ctx, c)
+}
+
+// KillContainer records the call.
+func (r *Runtime) KillContainer(ctx context.Context, pod *v1.Pod, containerID, containerName, _ string, grace *int64) error {
+	return r.call(ctx, Call{Op: OpKillContainer, UID: pod.UID, Pod: pod, ContainerID: containerID, ContainerName: containerName, Grace: copyGrace(grace)})
+}
+
+// GeneratePodStatus reports the configured phase.
+func (r *Runtime) GeneratePodStatus(pod *v1.Pod, _ *cri.PodStatus) v1.PodStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.phases[pod.UID]
+	if !ok {
+		p = r.phase
+	}
+	return v1.PodStatus{Phase: p, Message: "generated by fake runtime"}
+}
+
+// GetPods returns the configured runtime pods.
+func (r *Runtime) GetPods(ctx context.Context, _ bool) ([]*cri.Pod, error) {
+	if err := r.call(ctx, Call{Op: OpGetPods}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*cri.Pod(nil), r.pods...), nil
+}
+
+// RemoveDeadContainers records the call.
+func (r *Runtime) RemoveDeadContainers(ctx context.Context, uid types.UID) error {
+	return r.call(ctx, Call{Op: OpRemoveDeadContainers, UID: uid})
+}
+
+// CleanupPod records the call.
+func (r *Runtime) CleanupPod(ctx context.Context, uid types.UID) error {
+	return r.call(ctx, Call{Op: OpCleanupPod, UID: uid})
+}
+
+// GC records the call.
+func (r *Runtime) GC() {
+	_ = r.call(context.Background(), Call{Op: OpGC})
+}
+
+// ErrNotFound is returned by Cache.Get for a pod without status.
+var ErrNotFound = errors.New("fake cache: no status for pod")
+
+// Cache is a fake PLEG status cache that is always fresh: GetNewerThan
+// answers at once with a status stamped just after minTime, unless held.
+type Cache struct {
+	mu       sync.Mutex
+	statuses map[types.UID]*cri.PodStatus
+	hold     chan struct{}
+	minTimes map[types.UID][]time.Time
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache {
+	return &Cache{statuses: map[types.UID]*cri.PodStatus{}, minTimes: map[types.UID][]time.Time{}}
+}
+
+// Set stores the runtime status of a pod.
+func (c *Cache) Set(s *cri.PodStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.statuses[s.ID] = s
+}
+
+// Hold makes GetNewerThan block until release or its context ends.
+func (c *Cache) Hold() (release func()) {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.hold = ch
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			c.hold = nil
+			c.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// MinTimes returns the minTime arguments GetNewerThan saw for uid.
+func (c *Cache) MinTimes(uid types.UID) []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.minTimes[uid]...)
+}
+
+// GetNewerThan returns the pod's status stamped after minTime.
+func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Time) (*cri.PodStatus, error) {
+	c.mu.Lock()
+	c.minTimes[uid] = append(c.minTimes[uid], minTime)
+	hold := c.hold
+	c.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := &cri.PodStatus{ID: uid}
+	if s := c.statuses[uid]; s != nil {
+		cp := *s
+		out = &cp
+	}
+	out.TimeStamp = minTime.Add(time.Nanosecond)
+	return out, nil
+}
+
+// Get returns the stored status or ErrNotFound.
+func (c *Cache) Get(uid types.UID) (*cri.PodStatus, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.statuses[uid]
+	if s == nil {
+		return nil, ErrNotFound
+	}
+	cp := *s
+	return &cp, nil
+}

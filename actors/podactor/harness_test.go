@@ -1,0 +1,184 @@
+package podactor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/actorlet/actorlet/actors/podactor/fake"
+	"github.com/actorlet/actorlet/messages"
+)
+
+// harness runs one pod actor under a recording parent.
+type harness struct {
+	t     *testing.T
+	sys   *actor.ActorSystem
+	clock *clocktesting.FakeClock
+	rt    *fake.Runtime
+	cache *fake.Cache
+	uid   types.UID
+	child *actor.PID
+
+	mu              sync.Mutex
+	got             []any
+	desired         *messages.DesiredPod
+	desiredRequests int
+}
+
+// recordingParent spawns the pod actor and records what it is told.
+type recordingParent struct {
+	h     *harness
+	props *actor.Props
+	ready chan *actor.PID
+}
+
+func (p *recordingParent) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.ready <- ctx.Spawn(p.props)
+	case *messages.GetDesiredPod:
+		p.h.mu.Lock()
+		p.h.desiredRequests++
+		d := p.h.desired
+		p.h.mu.Unlock()
+		if d == nil {
+			d = &messages.DesiredPod{}
+		}
+		ctx.Respond(d)
+	case *messages.PodSyncCompleted, *messages.PodStatusComputed, *messages.PodWorkerStateChanged:
+		p.h.mu.Lock()
+		p.h.got = append(p.h.got, m)
+		p.h.mu.Unlock()
+	}
+}
+
+func quietSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.DiscardHandler)
+	}))
+}
+
+func newHarness(t *testing.T, uid types.UID) *harness {
+	t.Helper()
+	h := &harness{t: t, sys: quietSystem(), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
+		rt: fake.NewRuntime(), cache: fake.NewCache(), uid: uid}
+	props, err := Props(Config{Runtime: h.rt, Cache: h.cache, Clock: h.clock}, uid)
+	if err != nil {
+		t.Fatalf("props: %v", err)
+	}
+	ready := make(chan *actor.PID, 1)
+	parent := h.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &recordingParent{h: h, props: props, ready: ready}
+	}))
+	h.child = <-ready
+	t.Cleanup(func() {
+		_ = h.sys.Root.StopFuture(parent).Wait()
+		h.sys.Shutdown()
+	})
+	return h
+}
+
+func (h *harness) send(m any) { h.sys.Root.Send(h.child, m) }
+
+// messagesOf returns what the actor told its parent, of type T.
+func messagesOf[T any](h *harness) []T {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []T
+	for _, m := range h.got {
+		if v, ok := m.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (h *harness) describe() *messages.PodWorkerDescription {
+	h.t.Helper()
+	res, err := h.sys.Root.RequestFuture(h.child, &messages.DescribePodWorker{UID: h.uid}, 5*time.Second).Result()
+	if err != nil {
+		h.t.Fatalf("describe: %v", err)
+	}
+	return res.(*messages.PodWorkerDescription)
+}
+
+// states returns the sequence of reported work types (and finished).
+func (h *harness) states() []string {
+	var out []string
+	for _, s := range messagesOf[*messages.PodWorkerStateChanged](h) {
+		v := s.WorkType.String()
+		if s.Finished {
+			v = "finished"
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or 5 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// never checks that cond stays false for a short while, after the actor
+// processed everything sent so far (a describe round-trip).
+func (h *harness) never(what string, cond func() bool) {
+	h.t.Helper()
+	h.describe()
+	for i := 0; i < 20; i++ {
+		if cond() {
+			h.t.Fatalf("unexpected: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func int64p(v int64) *int64 { return &v }
+
+// testPod returns a pod with the given grace period (nil: default).
+func testPod(uid types.UID, gen int64, grace *int64) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: uid, Name: "web-" + string(uid), Namespace: "default", Generation: gen,
+			CreationTimestamp: metav1.NewTime(time.Unix(500, 0))},
+		Spec: v1.PodSpec{TerminationGracePeriodSeconds: grace, RestartPolicy: v1.RestartPolicyAlways,
+			Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+		Status: v1.PodStatus{Phase: v1.PodPending},
+	}
+}
+
+func deleted(p *v1.Pod, grace int64) *v1.Pod {
+	cp := p.DeepCopy()
+	now := metav1.NewTime(time.Unix(2000, 0))
+	cp.DeletionTimestamp = &now
+	cp.DeletionGracePeriodSeconds = &grace
+	return cp
+}
+
+func upd(t messages.UpdateType, p *v1.Pod) *messages.SyncPod {
+	return &messages.SyncPod{UpdateType: t, Pod: p, StartTime: time.Unix(1000, 0)}
+}
+
+func graceOf(c fake.Call) string {
+	if c.Grace == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*c.Grace)
+}
+
+var errCanceled = context.Canceled
