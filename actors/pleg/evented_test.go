@@ -1,0 +1,239 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actorlet/actorlet/messages"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critesting "k8s.io/cri-api/pkg/apis/testing"
+)
+
+// noEventsRuntime is a runtime like containerd 1.6: GetContainerEvents is
+// Unimplemented.
+type noEventsRuntime struct {
+	*critesting.FakeRuntimeService
+	mu       sync.Mutex
+	attempts int
+}
+
+func (r *noEventsRuntime) GetContainerEvents(context.Context, chan *runtimeapi.ContainerEventResponse, func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attempts++
+	return status.Error(codes.Unimplemented, "unknown method GetContainerEvents")
+}
+
+func (r *noEventsRuntime) calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempts
+}
+
+// streamingRuntime streams the events a test pushes until the test breaks
+// the stream.
+type streamingRuntime struct {
+	*critesting.FakeRuntimeService
+	events chan *runtimeapi.ContainerEventResponse
+	breaks chan error
+
+	mu       sync.Mutex
+	attempts int
+}
+
+func newStreamingRuntime(fake *critesting.FakeRuntimeService) *streamingRuntime {
+	return &streamingRuntime{FakeRuntimeService: fake, events: make(chan *runtimeapi.ContainerEventResponse), breaks: make(chan error)}
+}
+
+func (r *streamingRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, established func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	r.mu.Lock()
+	r.attempts++
+	r.mu.Unlock()
+	established(nil)
+	for {
+		select {
+		case ev := <-r.events:
+			select {
+			case ch <- ev:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case err := <-r.breaks:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (r *streamingRuntime) calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempts
+}
+
+func TestEventStreamUnimplementedStaysOnRelisting(t *testing.T) {
+	cfg, fake, lister, clk := newTestConfig()
+	noEvents := &noEventsRuntime{FakeRuntimeService: fake}
+	cfg.CRI = noEvents
+	fake.SetFakeContainers([]*critesting.FakeContainer{fakeContainer("u1", "c1", runtimeapi.ContainerState_CONTAINER_RUNNING)})
+	rec := spawnPLEG(t, cfg)
+
+	eventually(t, wait, "stream attempt", func() bool { return noEvents.calls() == 1 })
+	eventually(t, wait, "relist event", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"})
+	})
+	// Relisting continues at RelistPeriod, and the stream is never retried.
+	for i := 0; i < 5; i++ {
+		calls := lister.calls()
+		clk.Step(time.Second)
+		eventually(t, wait, "relist each period", func() bool { return lister.calls() > calls })
+	}
+	if got := noEvents.calls(); got != 1 {
+		t.Fatalf("GetContainerEvents called %d times after Unimplemented, want 1", got)
+	}
+}
+
+// statusCalls counts the CRI Status calls the fake answered.
+func statusCalls(fake *critesting.FakeRuntimeService) int {
+	n := 0
+	for _, c := range fake.GetCalls() {
+		if c == "Status" {
+			n++
+		}
+	}
+	return n
+}
+
+// closingRuntime delegates to the upstream fake, whose GetContainerEvents
+// returns at once without establishing a stream, and counts the attempts.
+type closingRuntime struct {
+	*critesting.FakeRuntimeService
+	mu       sync.Mutex
+	attempts []time.Time
+	clock    interface{ Now() time.Time }
+}
+
+func (r *closingRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, cb func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	r.mu.Lock()
+	r.attempts = append(r.attempts, r.clock.Now())
+	r.mu.Unlock()
+	return r.FakeRuntimeService.GetContainerEvents(ctx, ch, cb)
+}
+
+func (r *closingRuntime) calls() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Time(nil), r.attempts...)
+}
+
+func TestEventStreamThatNeverEstablishesIsRetriedWithBackoff(t *testing.T) {
+	cfg, fake, lister, clk := newTestConfig()
+	closing := &closingRuntime{FakeRuntimeService: fake, clock: clk}
+	cfg.CRI = closing
+	spawnPLEG(t, cfg)
+	eventually(t, wait, "first relist and stream attempt", func() bool { return lister.calls() > 0 && len(closing.calls()) == 1 })
+	// Relisting goes on every period while the stream is retried after 1s,
+	// 2s, 4s: the gaps between attempts double.
+	for len(closing.calls()) < 4 {
+		calls := lister.calls()
+		clk.Step(500 * time.Millisecond)
+		clk.Step(500 * time.Millisecond)
+		eventually(t, wait, "relisting every period", func() bool { return lister.calls() > calls })
+		if clk.Since(t0) > time.Minute {
+			t.Fatalf("stream attempts %v: not retried", closing.calls())
+		}
+	}
+	at := closing.calls()
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		if gap := at[i+1].Sub(at[i]); gap < want {
+			t.Errorf("attempt %d came %s after the previous, want at least %s", i+2, gap, want)
+		}
+	}
+}
+
+func containerEvent(uid, id string, typ runtimeapi.ContainerEventType) *runtimeapi.ContainerEventResponse {
+	sb := fakeSandbox(uid, runtimeapi.PodSandboxState_SANDBOX_READY)
+	return &runtimeapi.ContainerEventResponse{
+		ContainerId:        id,
+		ContainerEventType: typ,
+		CreatedAt:          t0.UnixNano(),
+		PodSandboxStatus:   &sb.PodSandboxStatus,
+	}
+}
+
+func TestEventedPLEG(t *testing.T) {
+	cfg, fake, lister, clk := newTestConfig()
+	cfg.EventedRelistPeriod = 10 * time.Second
+	stream := newStreamingRuntime(fake)
+	cfg.CRI = stream
+	rec := spawnPLEG(t, cfg)
+
+	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
+
+	// An event refreshes the pod in the cache, then becomes a lifecycle fact.
+	fake.SetFakeContainers([]*critesting.FakeContainer{fakeContainer("u1", "c1", runtimeapi.ContainerState_CONTAINER_RUNNING)})
+	started := messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"}
+	var cachedAtEvent bool
+	var mu sync.Mutex
+	rec.mu.Lock()
+	rec.onEvent = func(e messages.PodLifecycleEvent) {
+		if e == started {
+			s, err := cfg.Cache.Get("u1")
+			mu.Lock()
+			cachedAtEvent = err == nil && s.FindContainerStatusByID("c1") != nil
+			mu.Unlock()
+		}
+	}
+	rec.mu.Unlock()
+	stream.events <- containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	eventually(t, wait, "ContainerStarted from the stream", func() bool { return rec.hasEvent(started) })
+	mu.Lock()
+	if !cachedAtEvent {
+		t.Fatal("cache did not hold the pod's status when the event arrived")
+	}
+	mu.Unlock()
+
+	for _, tc := range []struct {
+		typ  runtimeapi.ContainerEventType
+		id   string
+		want messages.PodLifecycleEvent
+	}{
+		{runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "c1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerDied, ContainerID: "c1"}},
+		{runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, "c1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerRemoved, ContainerID: "c1"}},
+		{runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, "c2", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerChanged, ContainerID: "c2"}},
+		{runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "sb-u1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.PodSync}},
+	} {
+		stream.events <- containerEvent("u1", tc.id, tc.typ)
+		eventually(t, wait, tc.want.String(), func() bool { return rec.hasEvent(tc.want) })
+	}
+
+	// While evented, the relist runs only every EventedRelistPeriod. Each
+	// tick polls the runtime status: that shows the tick was handled.
+	for i := 0; i < 9; i++ {
+		polls := statusCalls(fake)
+		clk.Step(time.Second)
+		eventually(t, wait, "tick handled", func() bool { return statusCalls(fake) > polls })
+	}
+	if got := lister.calls(); got != 1 {
+		t.Fatalf("relisted %d times within the evented period, want 1", got)
+	}
+	eventually(t, wait, "safety-net relist", func() bool { clk.Step(time.Second); return lister.calls() == 2 })
+
+	// The stream breaks: relist at once, then every RelistPeriod.
+	stream.breaks <- errors.New("connection reset")
+	eventually(t, wait, "immediate relist after the stream broke", func() bool { return lister.calls() == 3 })
+	clk.Step(time.Second)
+	eventually(t, wait, "relisting at RelistPeriod", func() bool { return lister.calls() >= 4 })
+	// ... and the stream is retried after its back-off.
+	eventually(t, wait, "stream retried", func() bool { clk.Step(time.Second); return stream.calls() == 2 })
+	stream.events <- containerEvent("u1", "c3", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	eventually(t, wait, "events from the new stream", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c3"})
+	})
+}

@@ -1,0 +1,268 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages"
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critesting "k8s.io/cri-api/pkg/apis/testing"
+)
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// podLister adapts the upstream fake CRI runtime to the Runtime interface,
+// grouping sandboxes and containers by their pod UID label, the way the
+// runtime manager does.
+type podLister struct {
+	fake *critesting.FakeRuntimeService
+
+	mu           sync.Mutex
+	getPodsErr   error
+	statusErrs   map[types.UID]int // fail the next n GetPodStatus calls
+	getPodsCalls int
+}
+
+var _ Runtime = &podLister{}
+
+func newPodLister(fake *critesting.FakeRuntimeService) *podLister {
+	return &podLister{fake: fake, statusErrs: make(map[types.UID]int)}
+}
+
+func (l *podLister) setGetPodsErr(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.getPodsErr = err
+}
+
+func (l *podLister) failStatus(uid types.UID, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.statusErrs[uid] = n
+}
+
+func (l *podLister) calls() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.getPodsCalls
+}
+
+func criState(s runtimeapi.ContainerState) cri.ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return cri.ContainerStateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return cri.ContainerStateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return cri.ContainerStateExited
+	}
+	return cri.ContainerStateUnknown
+}
+
+func sandboxState(s runtimeapi.PodSandboxState) cri.ContainerState {
+	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return cri.ContainerStateRunning
+	}
+	return cri.ContainerStateExited
+}
+
+func (l *podLister) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
+	l.mu.Lock()
+	l.getPodsCalls++
+	err := l.getPodsErr
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	sandboxes, err := l.fake.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	containers, err := l.fake.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	pods := map[types.UID]*cri.Pod{}
+	get := func(labels map[string]string) *cri.Pod {
+		uid := types.UID(labels[podUIDLabel])
+		p, ok := pods[uid]
+		if !ok {
+			p = &cri.Pod{ID: uid, Name: labels["io.kubernetes.pod.name"], Namespace: labels["io.kubernetes.pod.namespace"]}
+			pods[uid] = p
+		}
+		return p
+	}
+	for _, s := range sandboxes {
+		p := get(s.Labels)
+		p.Sandboxes = append(p.Sandboxes, &cri.Container{ID: s.Id, State: sandboxState(s.State), CreatedAt: s.CreatedAt})
+	}
+	for _, c := range containers {
+		p := get(c.Labels)
+		p.Containers = append(p.Containers, &cri.Container{ID: c.Id, Name: c.Metadata.GetName(), State: criState(c.State), CreatedAt: c.CreatedAt})
+	}
+	out := make([]*cri.Pod, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (l *podLister) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error) {
+	l.mu.Lock()
+	if n := l.statusErrs[uid]; n > 0 {
+		l.statusErrs[uid] = n - 1
+		l.mu.Unlock()
+		return nil, errors.New("injected status failure")
+	}
+	l.mu.Unlock()
+	status := &cri.PodStatus{ID: uid, Name: name, Namespace: namespace}
+	containers, err := l.fake.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{podUIDLabel: string(uid)}})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range containers {
+		resp, err := l.fake.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			return nil, fmt.Errorf("container %q: %w", c.Id, err)
+		}
+		s := resp.Status
+		status.ContainerStatuses = append(status.ContainerStatuses, &cri.ContainerStatus{
+			ID: s.Id, Name: s.Metadata.GetName(), State: criState(s.State), ExitCode: int(s.ExitCode),
+		})
+	}
+	return status, nil
+}
+
+// fakeContainer is a container of pod uid in sandbox "sb-<uid>".
+func fakeContainer(uid, id string, state runtimeapi.ContainerState) *critesting.FakeContainer {
+	return &critesting.FakeContainer{
+		SandboxID: "sb-" + uid,
+		ContainerStatus: runtimeapi.ContainerStatus{
+			Id:       id,
+			Metadata: &runtimeapi.ContainerMetadata{Name: "c-" + id},
+			State:    state,
+			Labels:   map[string]string{podUIDLabel: uid, "io.kubernetes.pod.name": "pod-" + uid, "io.kubernetes.pod.namespace": "default"},
+		},
+	}
+}
+
+func fakeSandbox(uid string, state runtimeapi.PodSandboxState) *critesting.FakePodSandbox {
+	return &critesting.FakePodSandbox{PodSandboxStatus: runtimeapi.PodSandboxStatus{
+		Id:       "sb-" + uid,
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "pod-" + uid, Namespace: "default", Uid: uid},
+		State:    state,
+		Labels:   map[string]string{podUIDLabel: uid, "io.kubernetes.pod.name": "pod-" + uid, "io.kubernetes.pod.namespace": "default"},
+	}}
+}
+
+// recorder is a parent actor that spawns the PLEG and keeps every fact it
+// sends, like the supervisor would receive them.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []interface{}
+	// onEvent, when set, runs as each lifecycle event arrives.
+	onEvent func(messages.PodLifecycleEvent)
+}
+
+func (r *recorder) record(m interface{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, m)
+}
+
+func (r *recorder) events() []messages.PodLifecycleEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []messages.PodLifecycleEvent
+	for _, m := range r.msgs {
+		if e, ok := m.(messages.PodLifecycleEvent); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (r *recorder) health() []messages.RelistHealthChanged {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []messages.RelistHealthChanged
+	for _, m := range r.msgs {
+		if e, ok := m.(messages.RelistHealthChanged); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (r *recorder) runtimeHealth() []messages.RuntimeHealthChanged {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []messages.RuntimeHealthChanged
+	for _, m := range r.msgs {
+		if e, ok := m.(messages.RuntimeHealthChanged); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (r *recorder) hasEvent(want messages.PodLifecycleEvent) bool {
+	for _, e := range r.events() {
+		if e == want {
+			return true
+		}
+	}
+	return false
+}
+
+// spawnPLEG starts a parent recorder with a PLEG child built from cfg; the
+// actor system shuts down at the end of the test.
+func spawnPLEG(t *testing.T, cfg Config) *recorder {
+	t.Helper()
+	return spawnRecorder(t, cfg, &recorder{})
+}
+
+// spawnRecorder is spawnPLEG with a prepared recorder.
+func spawnRecorder(t *testing.T, cfg Config, rec *recorder) *recorder {
+	t.Helper()
+	system := actor.NewActorSystem()
+	parent := actor.PropsFromFunc(func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *actor.Started:
+			ctx.Spawn(Props(cfg))
+		case messages.PodLifecycleEvent:
+			rec.mu.Lock()
+			onEvent := rec.onEvent
+			rec.mu.Unlock()
+			if onEvent != nil {
+				onEvent(m)
+			}
+			rec.record(m)
+		case messages.RelistHealthChanged, messages.RuntimeHealthChanged:
+			rec.record(m)
+		}
+	})
+	pid := system.Root.Spawn(parent)
+	t.Cleanup(func() {
+		_ = system.Root.StopFuture(pid).Wait()
+		system.Shutdown()
+	})
+	return rec
+}
