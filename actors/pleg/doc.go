@@ -9,19 +9,19 @@
 // become lifecycle facts as they arrive and the relist only runs every
 // EventedRelistPeriod as a safety net.
 //
-//	             tick (RelistPeriod)
-//	                  │
-//	   ┌──────────────▼─────────────┐   GetPods / GetPodStatus
-//	   │ relisting ◄──stream ends── │ ─────────────────────────► Runtime
-//	   │    │                    ▲  │
-//	   │ stream established      │  │   GetContainerEvents / Status
-//	   │    ▼                    │  │ ─────────────────────────► CRI
-//	   │ evented (relist every   │  │
-//	   │   EventedRelistPeriod) ─┘  │
-//	   └──────────────┬─────────────┘
-//	                  │ PodLifecycleEvent, RelistHealthChanged,
-//	                  ▼ RuntimeHealthChanged
-//	             parent (supervisor)
+//	          tick (RelistPeriod)
+//	               │
+//	┌──────────────▼─────────────┐   GetPods / GetPodStatus
+//	│ relisting ◄──stream ends── │ ─────────────────────────► Runtime
+//	│    │                    ▲  │
+//	│ stream established      │  │   GetContainerEvents / Status
+//	│    ▼                    │  │ ─────────────────────────► CRI
+//	│ evented (relist every   │  │
+//	│   EventedRelistPeriod) ─┘  │
+//	└──────────────┬─────────────┘
+//	               │ PodLifecycleEvent, RelistHealthChanged,
+//	               ▼ RuntimeHealthChanged
+//	          parent (supervisor)
 //
 // Every call to the runtime runs in a goroutine with a cancelable context
 // and comes back to the actor as a message; Receive never blocks on I/O.
