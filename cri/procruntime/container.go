@@ -1,0 +1,331 @@
+package procruntime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+)
+
+// containerRecord is record.json of a container.
+type containerRecord struct {
+	ID        string `json:"id"`
+	SandboxID string `json:"sandboxId"`
+	CreatedAt int64  `json:"createdAt"`
+	StartedAt int64  `json:"startedAt,omitempty"`
+	ImageRef  string `json:"imageRef"`
+	LogPath   string `json:"logPath,omitempty"` // absolute, "" for no log
+	Shim      procID `json:"shim"`
+	Process   procID `json:"process"`
+}
+
+// container is a container in memory. The state is derived:
+// exit != nil → EXITED; StartedAt == 0 → CREATED; otherwise RUNNING, and a
+// monitor goroutine waits for the shim to end.
+type container struct {
+	rec      containerRecord
+	config   *runtimeapi.ContainerConfig
+	exit     *exitRecord
+	starting bool
+	// done is closed once the exit is recorded (nil until started).
+	done chan struct{}
+}
+
+func (c *container) state() runtimeapi.ContainerState {
+	switch {
+	case c.exit != nil:
+		return runtimeapi.ContainerState_CONTAINER_EXITED
+	case c.rec.StartedAt == 0:
+		return runtimeapi.ContainerState_CONTAINER_CREATED
+	default:
+		return runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+}
+
+func (c *container) key() string {
+	m := c.config.GetMetadata()
+	return containerKey(c.rec.SandboxID, m.GetName(), m.GetAttempt())
+}
+
+func (r *Runtime) containerDir(id string) string {
+	return filepath.Join(r.opts.RootDir, containersDir, id)
+}
+
+func (r *Runtime) loadContainers() error {
+	entries, err := os.ReadDir(filepath.Join(r.opts.RootDir, containersDir))
+	if err != nil {
+		return fmt.Errorf("procruntime: load containers: %w", err)
+	}
+	for _, e := range entries {
+		dir := r.containerDir(e.Name())
+		c := &container{config: &runtimeapi.ContainerConfig{}}
+		err := readJSON(filepath.Join(dir, "record.json"), &c.rec)
+		if err == nil {
+			err = readProto(filepath.Join(dir, "config.json"), c.config)
+		}
+		if err == nil {
+			if _, ok := r.sandboxes[c.rec.SandboxID]; !ok {
+				err = fmt.Errorf("sandbox %q is gone", c.rec.SandboxID)
+			}
+		}
+		if err != nil {
+			// CreateContainer or RemovePodSandbox crashed half-way.
+			klog.InfoS("Removing incomplete container state", "dir", dir, "err", err)
+			_ = os.RemoveAll(dir)
+			continue
+		}
+		var ex exitRecord
+		switch err := readJSON(filepath.Join(dir, exitFile), &ex); {
+		case err == nil:
+			c.exit = &ex
+		case !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("procruntime: load container %q: %w", c.rec.ID, err)
+		}
+		r.containers[c.rec.ID] = c
+		r.names[c.key()] = c.rec.ID
+		if c.exit == nil && c.rec.StartedAt != 0 {
+			c.done = make(chan struct{})
+			klog.InfoS("Adopting container", "containerID", c.rec.ID, "shimPID", c.rec.Shim.PID, "pid", c.rec.Process.PID)
+			go r.pollShim(c)
+		}
+	}
+	return nil
+}
+
+// CreateContainer records a CREATED container in a READY sandbox.
+func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	config := req.GetConfig()
+	switch {
+	case config == nil:
+		return nil, status.Error(codes.InvalidArgument, "config: must be set")
+	case config.GetMetadata().GetName() == "":
+		return nil, status.Error(codes.InvalidArgument, "config.metadata.name: must not be empty")
+	case config.GetImage().GetImage() == "":
+		return nil, status.Error(codes.InvalidArgument, "config.image.image: must not be empty")
+	case len(config.GetCommand())+len(config.GetArgs()) == 0:
+		return nil, status.Error(codes.InvalidArgument, "config.command: must not be empty (the process runtime has no image entrypoint)")
+	case config.GetTty() || config.GetStdin():
+		return nil, status.Error(codes.InvalidArgument, "config.tty/stdin: not supported by the process runtime")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, err := lookup(r.sandboxes, "sandbox", req.GetPodSandboxId())
+	if err != nil {
+		return nil, err
+	}
+	if !s.rec.Ready {
+		return nil, status.Errorf(codes.FailedPrecondition, "create container %q: sandbox %q is not ready", config.GetMetadata().GetName(), s.rec.ID)
+	}
+	c := &container{
+		rec: containerRecord{
+			ID:        newID(),
+			SandboxID: s.rec.ID,
+			CreatedAt: time.Now().UnixNano(),
+			ImageRef:  imageID(config.GetImage().GetImage()),
+		},
+		config: config,
+	}
+	if config.GetLogPath() != "" {
+		c.rec.LogPath = filepath.Join(s.config.GetLogDirectory(), config.GetLogPath())
+		if !filepath.IsAbs(c.rec.LogPath) {
+			return nil, status.Errorf(codes.InvalidArgument, "config.log_path %q: must be absolute once joined to the sandbox log directory %q", config.GetLogPath(), s.config.GetLogDirectory())
+		}
+	}
+	if err := r.reserveName(c.key(), c.rec.ID); err != nil {
+		return nil, err
+	}
+	dir := r.containerDir(c.rec.ID)
+	err = os.Mkdir(dir, 0o700)
+	if err == nil {
+		err = writeProto(filepath.Join(dir, "config.json"), config)
+	}
+	if err == nil {
+		err = writeJSON(filepath.Join(dir, "record.json"), c.rec)
+	}
+	if err != nil {
+		delete(r.names, c.key())
+		_ = os.RemoveAll(dir)
+		return nil, status.Errorf(codes.Internal, "create container %q: %v", config.GetMetadata().GetName(), err)
+	}
+	r.containers[c.rec.ID] = c
+	r.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
+	return &runtimeapi.CreateContainerResponse{ContainerId: c.rec.ID}, nil
+}
+
+// StartContainer starts a CREATED container under a new shim. If the
+// process cannot start (no such command) the container becomes EXITED with
+// code 128 and reason StartError, and the call fails with Unknown.
+func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	r.mu.Lock()
+	c, err := lookup(r.containers, "container", req.GetContainerId())
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	if st := c.state(); st != runtimeapi.ContainerState_CONTAINER_CREATED || c.starting {
+		r.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "start container %q: container is %s, not CREATED", c.rec.ID, st)
+	}
+	s := r.sandboxes[c.rec.SandboxID]
+	if !s.rec.Ready {
+		r.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "start container %q: sandbox %q is not ready", c.rec.ID, s.rec.ID)
+	}
+	c.starting = true
+	spec := shimSpec{
+		Args:    append(append([]string{}, c.config.GetCommand()...), c.config.GetArgs()...),
+		Env:     containerEnv(c.config, s.config),
+		Dir:     workingDir(c.config),
+		LogPath: c.rec.LogPath,
+	}
+	if spec.LogPath == "" {
+		spec.LogPath = os.DevNull
+	}
+	r.mu.Unlock()
+
+	cmd, report, spawnErr := r.spawnShim(ctx, c.rec.ID, spec)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.starting = false
+	if _, ok := r.containers[c.rec.ID]; !ok { // removed while starting
+		if cmd != nil {
+			_ = report.Process.signalGroup(syscall.SIGKILL)
+			go func() { _ = cmd.Wait() }()
+		}
+		return nil, status.Errorf(codes.NotFound, "start container %q: removed while starting", c.rec.ID)
+	}
+	if spawnErr != nil {
+		ex := &exitRecord{ExitCode: exitCodeStartError, FinishedAt: time.Now().UnixNano(), Reason: reasonStartError, Message: spawnErr.Error()}
+		if err := writeJSON(filepath.Join(r.containerDir(c.rec.ID), exitFile), ex); err != nil {
+			klog.ErrorS(err, "Failed to record start error", "containerID", c.rec.ID)
+		}
+		c.exit = ex
+		r.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+		return nil, status.Errorf(codes.Unknown, "start container %q: %v", c.rec.ID, spawnErr)
+	}
+	c.rec.StartedAt = report.StartedAt
+	c.rec.Shim = procIDOf(cmd)
+	c.rec.Process = report.Process
+	c.done = make(chan struct{})
+	if err := writeJSON(filepath.Join(r.containerDir(c.rec.ID), "record.json"), c.rec); err != nil {
+		// Without the record the container could not be adopted: undo.
+		klog.ErrorS(err, "Failed to record started container, killing it", "containerID", c.rec.ID)
+		_ = report.Process.signalGroup(syscall.SIGKILL)
+	}
+	go r.waitShim(c, cmd)
+	r.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	klog.V(2).InfoS("Container started", "containerID", c.rec.ID, "pid", report.Process.PID)
+	return &runtimeapi.StartContainerResponse{}, nil
+}
+
+// spawnShim starts the shim for container id and waits for its report.
+// On success the shim runs and the returned cmd must be waited for.
+func (r *Runtime) spawnShim(ctx context.Context, id string, spec shimSpec) (*exec.Cmd, shimReport, error) {
+	dir := r.containerDir(id)
+	if err := writeJSON(filepath.Join(dir, shimSpecFile), spec); err != nil {
+		return nil, shimReport{}, err
+	}
+	shimLog, err := os.OpenFile(filepath.Join(dir, shimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, shimReport{}, fmt.Errorf("open shim log: %w", err)
+	}
+	defer shimLog.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, shimReport{}, fmt.Errorf("create shim report pipe: %w", err)
+	}
+	defer pr.Close()
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Env = append(os.Environ(), shimEnvVar+"="+dir)
+	cmd.Stdout, cmd.Stderr = shimLog, shimLog
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		return nil, shimReport{}, fmt.Errorf("start shim: %w", err)
+	}
+
+	type result struct {
+		rep shimReport
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var rep shimReport
+		err := json.NewDecoder(pr).Decode(&rep)
+		ch <- result{rep, err}
+	}()
+	var res result
+	select {
+	case res = <-ch:
+	case <-ctx.Done():
+		res.err = fmt.Errorf("wait for shim: %w", ctx.Err())
+	}
+	if res.err == nil && res.rep.Error != "" {
+		res.err = errors.New(res.rep.Error)
+	}
+	if res.err != nil {
+		if res.rep.Process.PID != 0 {
+			_ = res.rep.Process.signalGroup(syscall.SIGKILL)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, shimReport{}, res.err
+	}
+	return cmd, res.rep, nil
+}
+
+func procIDOf(cmd *exec.Cmd) procID {
+	id, err := identify(cmd.Process.Pid)
+	if err != nil {
+		// The shim is our unreaped child, so it is in /proc even if it
+		// exited; only a broken /proc gets here.
+		return procID{PID: cmd.Process.Pid}
+	}
+	return id
+}
+
+// containerEnv is the config's environment plus PATH, HOME and HOSTNAME
+// when the config does not set them.
+func containerEnv(config *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig) []string {
+	env := make([]string, 0, len(config.GetEnvs())+3)
+	set := map[string]bool{}
+	for _, kv := range config.GetEnvs() {
+		env = append(env, kv.GetKey()+"="+string(kv.GetValue()))
+		set[kv.GetKey()] = true
+	}
+	defaults := []struct{ key, value string }{
+		{"PATH", os.Getenv("PATH")},
+		{"HOME", os.Getenv("HOME")},
+		{"HOSTNAME", sb.GetHostname()},
+	}
+	for _, d := range defaults {
+		if d.key == "PATH" && d.value == "" {
+			d.value = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+		}
+		if !set[d.key] && d.value != "" {
+			env = append(env, d.key+"="+d.value)
+		}
+	}
+	return env
+}
+
+func workingDir(config *runtimeapi.ContainerConfig) string {
+	if d := strings.TrimSpace(config.GetWorkingDir()); d != "" {
+		return d
+	}
+	return "/"
+}

@@ -1,0 +1,98 @@
+package procruntime
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ContainerStatus reports one container.
+func (r *Runtime) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := lookup(r.containers, "container", req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	resp := &runtimeapi.ContainerStatusResponse{Status: containerStatus(c)}
+	if req.GetVerbose() {
+		resp.Info = map[string]string{
+			"pid":       strconv.Itoa(c.rec.Process.PID),
+			"shimPid":   strconv.Itoa(c.rec.Shim.PID),
+			"sandboxID": c.rec.SandboxID,
+		}
+	}
+	return resp, nil
+}
+
+func containerStatus(c *container) *runtimeapi.ContainerStatus {
+	st := &runtimeapi.ContainerStatus{
+		Id:          c.rec.ID,
+		Metadata:    c.config.GetMetadata(),
+		State:       c.state(),
+		CreatedAt:   c.rec.CreatedAt,
+		StartedAt:   c.rec.StartedAt,
+		Image:       c.config.GetImage(),
+		ImageRef:    c.rec.ImageRef,
+		ImageId:     c.rec.ImageRef,
+		Labels:      c.config.GetLabels(),
+		Annotations: c.config.GetAnnotations(),
+		Mounts:      c.config.GetMounts(),
+		LogPath:     c.rec.LogPath,
+		StopSignal:  c.config.GetStopSignal(),
+	}
+	if c.exit != nil {
+		st.ExitCode = c.exit.ExitCode
+		st.FinishedAt = c.exit.FinishedAt
+		st.Reason = c.exit.Reason
+		st.Message = c.exit.Message
+	}
+	return st
+}
+
+// containerStatusesLocked returns the statuses of a sandbox's containers,
+// oldest first.
+func (r *Runtime) containerStatusesLocked(sandboxID string) []*runtimeapi.ContainerStatus {
+	var out []*runtimeapi.ContainerStatus
+	for _, c := range r.containers {
+		if c.rec.SandboxID == sandboxID {
+			out = append(out, containerStatus(c))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
+	return out
+}
+
+// ListContainers lists containers matching the filter, oldest first.
+func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
+	f := req.GetFilter()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.Container
+	for id, c := range r.containers {
+		switch {
+		case !strings.HasPrefix(id, f.GetId()),
+			!strings.HasPrefix(c.rec.SandboxID, f.GetPodSandboxId()),
+			f.GetState() != nil && f.GetState().GetState() != c.state(),
+			!matchLabels(c.config.GetLabels(), f.GetLabelSelector()):
+			continue
+		}
+		out = append(out, &runtimeapi.Container{
+			Id:           id,
+			PodSandboxId: c.rec.SandboxID,
+			Metadata:     c.config.GetMetadata(),
+			Image:        c.config.GetImage(),
+			ImageRef:     c.rec.ImageRef,
+			ImageId:      c.rec.ImageRef,
+			State:        c.state(),
+			CreatedAt:    c.rec.CreatedAt,
+			Labels:       c.config.GetLabels(),
+			Annotations:  c.config.GetAnnotations(),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
+	return &runtimeapi.ListContainersResponse{Containers: out}, nil
+}

@@ -1,0 +1,52 @@
+// Package procruntime is actorlet's embedded container runtime: a real CRI v1
+// server (RuntimeService and ImageService over gRPC on a unix socket) that
+// runs each container as a plain host process, like Nomad's raw_exec. It is
+// the agent's default runtime on machines without containerd.
+//
+// How a container runs: StartContainer re-executes the runtime's own binary
+// (/proc/self/exe, selected by an environment variable) as a detached
+// per-container shim (its own session). The shim starts the container's
+// command in its own process group, copies its stdout and stderr into the
+// CRI log file (<RFC3339Nano> stdout|stderr F|P <line>), waits for it and
+// records the exit code, finish time and reason atomically in the
+// container's state directory. Exit codes, logs and the containers
+// themselves therefore survive the agent and this server restarting: New on
+// the same RootDir re-reads the records and re-adopts live shims, guarding
+// against PID reuse with the start time in /proc/<pid>/stat. Programs that
+// start this runtime must call MaybeRunShim first thing in main (and in
+// TestMain).
+//
+// State layout under Options.RootDir (JSON records, written atomically):
+//
+//	sandboxes/<id>/config.json   PodSandboxConfig as given
+//	sandboxes/<id>/record.json   state, creation time, boot ID
+//	containers/<id>/config.json  ContainerConfig as given
+//	containers/<id>/record.json  sandbox, times, shim and process identity
+//	containers/<id>/shim.json    what the shim runs (argv, env, dir, log)
+//	containers/<id>/exit.json    exit code, reason, finish time
+//	containers/<id>/shim.log     the shim's own diagnostics
+//	images/<hex>.json            "pulled" image records
+//
+// Container lifecycle, as containerd reports it:
+//
+//	CREATED --StartContainer--> RUNNING --process exits / StopContainer--> EXITED
+//	   \--StartContainer fails (e.g. no such binary): EXITED, 128, StartError
+//
+// Exit 0 is reason Completed, any other exit Error; a process killed by a
+// signal exits 128+signal. A shim that died without recording an exit
+// (killed, or the machine rebooted) leaves the container EXITED with code
+// 255 and reason Unknown.
+//
+// Limits, stated plainly: there is NO isolation. Containers run as the
+// agent's user, in the host's PID, network, mount and IPC namespaces, with
+// no resource enforcement (limits are accepted and ignored), no mounts (the
+// host filesystem is visible as-is) and no network namespace: every sandbox
+// reports Options.HostIP. Images are not downloaded: PullImage only keeps a
+// record (ID "sha256:"+sha256(name)) and the image name is a label; the
+// container's command must exist on the host. ImageStatus of an unknown
+// image answers an empty response, as CRI specifies. The environment is
+// the config's, plus PATH, HOME and HOSTNAME when the config does not set
+// them; the working directory defaults to "/". Streaming verbs (Exec,
+// Attach, PortForward), stats, checkpointing and log reopening answer
+// Unimplemented.
+package procruntime

@@ -1,0 +1,96 @@
+package procruntime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// maxExecOutput caps each of ExecSync's stdout and stderr, leaving room
+// in the 16 MiB response for both.
+const maxExecOutput = 4 * 1024 * 1024
+
+// ExecSync runs a command with the container's environment and working
+// directory, in its own process group (killed whole on timeout), and
+// returns its output and exit code. The container must be running.
+func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	if len(req.GetCmd()) == 0 || req.GetCmd()[0] == "" {
+		return nil, status.Error(codes.InvalidArgument, "cmd: must not be empty")
+	}
+	r.mu.Lock()
+	c, err := lookup(r.containers, "container", req.GetContainerId())
+	if err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	if st := c.state(); st != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		r.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "exec in container %q: container is %s, not RUNNING", c.rec.ID, st)
+	}
+	env := containerEnv(c.config, r.sandboxes[c.rec.SandboxID].config)
+	dir := workingDir(c.config)
+	r.mu.Unlock()
+
+	if req.GetTimeout() > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.GetTimeout())*time.Second)
+		defer cancel()
+	}
+	path, err := lookPathIn(req.Cmd[0], env)
+	if err != nil {
+		return nil, status.Errorf(codes.Unknown, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
+	}
+	cmd := exec.CommandContext(ctx, path, req.Cmd[1:]...)
+	cmd.Args[0] = req.Cmd[0]
+	cmd.Env = env
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second // a background child holding the pipes must not hang us
+	stdout := &cappedBuffer{max: maxExecOutput}
+	stderr := &cappedBuffer{max: maxExecOutput}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	err = cmd.Run()
+	if ctx.Err() != nil && req.GetTimeout() > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, status.Errorf(codes.DeadlineExceeded, "exec %q in container %q: timed out after %ds", req.Cmd, c.rec.ID, req.GetTimeout())
+	}
+	if ctx.Err() != nil {
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	var exitErr *exec.ExitError
+	resp := &runtimeapi.ExecSyncResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		code, _ := exitStatus(exitErr.ProcessState, nil)
+		resp.ExitCode = code
+	default:
+		return nil, status.Errorf(codes.Unknown, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
+	}
+	return resp, nil
+}
+
+// cappedBuffer keeps the first max bytes written and discards the rest.
+type cappedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room > 0 {
+		if len(p) > room {
+			b.Buffer.Write(p[:room])
+		} else {
+			b.Buffer.Write(p)
+		}
+	}
+	return len(p), nil
+}

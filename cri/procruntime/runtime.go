@@ -1,0 +1,220 @@
+package procruntime
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// Options configures a Runtime.
+type Options struct {
+	// RootDir holds the state: sandboxes/<id>/..., containers/<id>/...
+	// (JSON records). Required.
+	RootDir string
+	// HostIP is reported as every sandbox's IP (default 127.0.0.1); there
+	// is no network isolation.
+	HostIP string
+}
+
+// Runtime is the process runtime: a CRI v1 RuntimeService and ImageService.
+type Runtime struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	opts   Options
+	boot   string
+	events *broadcaster
+	server *grpc.Server
+
+	mu         sync.Mutex
+	sandboxes  map[string]*sandbox
+	containers map[string]*container
+	names      map[string]string // reserved sandbox and container names → ID
+	images     map[string]*imageRecord
+	destroyed  bool
+
+	stopOnce sync.Once
+	stopped  chan struct{}
+}
+
+var (
+	_ runtimeapi.RuntimeServiceServer = &Runtime{}
+	_ runtimeapi.ImageServiceServer   = &Runtime{}
+)
+
+const (
+	sandboxesDir  = "sandboxes"
+	containersDir = "containers"
+	imagesDir     = "images"
+)
+
+// New loads the state under opts.RootDir and re-adopts containers whose
+// shims still run. It does not serve: see Serve and Start.
+func New(opts Options) (*Runtime, error) {
+	if opts.RootDir == "" {
+		return nil, errors.New("procruntime: RootDir: must be set")
+	}
+	if opts.HostIP == "" {
+		opts.HostIP = "127.0.0.1"
+	}
+	if net.ParseIP(opts.HostIP) == nil {
+		return nil, fmt.Errorf("procruntime: HostIP %q: not an IP address", opts.HostIP)
+	}
+	root, err := filepath.Abs(opts.RootDir)
+	if err != nil {
+		return nil, fmt.Errorf("procruntime: RootDir %q: %w", opts.RootDir, err)
+	}
+	opts.RootDir = root
+	for _, d := range []string{sandboxesDir, containersDir, imagesDir} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			return nil, fmt.Errorf("procruntime: create state directory: %w", err)
+		}
+	}
+	r := &Runtime{
+		opts:       opts,
+		boot:       bootID(),
+		events:     newBroadcaster(),
+		sandboxes:  map[string]*sandbox{},
+		containers: map[string]*container{},
+		names:      map[string]string{},
+		images:     map[string]*imageRecord{},
+		stopped:    make(chan struct{}),
+	}
+	if err := r.loadImages(); err != nil {
+		return nil, err
+	}
+	if err := r.loadSandboxes(); err != nil {
+		return nil, err
+	}
+	if err := r.loadContainers(); err != nil {
+		return nil, err
+	}
+	r.server = grpc.NewServer(
+		grpc.MaxRecvMsgSize(cri.MaxMsgSize),
+		grpc.MaxSendMsgSize(cri.MaxMsgSize),
+	)
+	runtimeapi.RegisterRuntimeServiceServer(r.server, r)
+	runtimeapi.RegisterImageServiceServer(r.server, r)
+	return r, nil
+}
+
+// Start creates a Runtime and serves it on the unix endpoint ("unix:///…"
+// or a path) in the background. A stale socket file is removed; a socket
+// another server still answers on is an error.
+func Start(opts Options, endpoint string) (*Runtime, error) {
+	path, err := cri.SocketPath(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("procruntime: %w", err)
+	}
+	r, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	l, err := listenUnix(path)
+	if err != nil {
+		r.Stop()
+		return nil, err
+	}
+	go func() {
+		if err := r.Serve(l); err != nil {
+			klog.ErrorS(err, "Process runtime stopped serving", "endpoint", endpoint)
+		}
+	}()
+	klog.InfoS("Process runtime serving", "endpoint", endpoint, "rootDir", opts.RootDir)
+	return r, nil
+}
+
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("procruntime: create socket directory: %w", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("procruntime: listen on %s: another server is serving there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("procruntime: remove stale socket %s: %w", path, err)
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("procruntime: listen on %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// Serve serves CRI on l until Stop.
+func (r *Runtime) Serve(l net.Listener) error {
+	select {
+	case <-r.stopped:
+		l.Close()
+		return errors.New("procruntime: serve after Stop")
+	default:
+	}
+	if err := r.server.Serve(l); err != nil {
+		return fmt.Errorf("procruntime: serve: %w", err)
+	}
+	return nil
+}
+
+// Stop stops serving and ends event streams. Containers keep running; a new
+// Runtime on the same RootDir adopts them.
+func (r *Runtime) Stop() {
+	r.stopOnce.Do(func() {
+		close(r.stopped)
+		r.events.close()
+		r.server.Stop()
+	})
+}
+
+// isStopped reports whether Stop was called.
+func (r *Runtime) isStopped() bool {
+	select {
+	case <-r.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Destroy is for tests and cleanup: it stops serving, kills every
+// container's process group and shim, waits for them to die and removes
+// the state (not the containers' logs).
+func (r *Runtime) Destroy() {
+	r.mu.Lock()
+	r.destroyed = true
+	var procs []procID
+	for _, c := range r.containers {
+		procs = append(procs, c.rec.Process, c.rec.Shim)
+	}
+	r.mu.Unlock()
+	r.Stop()
+	for _, p := range procs {
+		if err := p.signalGroup(syscall.SIGKILL); err != nil {
+			klog.ErrorS(err, "Failed to kill container process group", "pid", p.PID)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range procs {
+		for p.alive() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for _, d := range []string{sandboxesDir, containersDir, imagesDir} {
+		if err := os.RemoveAll(filepath.Join(r.opts.RootDir, d)); err != nil {
+			klog.ErrorS(err, "Failed to remove process runtime state", "dir", d)
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package procruntime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The shim is this binary re-executed with shimEnvVar naming a container's
+// state directory. It runs detached from the runtime (own session), so the
+// container, its log copying and its exit record outlive the runtime.
+//
+// Protocol with the runtime:
+//   - the runtime writes shim.json (shimSpec) in the state directory and
+//     starts the shim with a pipe as fd 3;
+//   - the shim starts the process and writes one shimReport to fd 3 (the
+//     process identity, or why it could not start), then closes it;
+//   - when the process exits the shim kills what is left of its process
+//     group, drains the output into the log, writes exit.json (exitRecord)
+//     and exits. A shim that exits without exit.json died abnormally.
+const shimEnvVar = "ACTORLET_PROCRUNTIME_SHIM"
+
+// shimSpec is what the shim runs.
+type shimSpec struct {
+	Args    []string `json:"args"`
+	Env     []string `json:"env"`
+	Dir     string   `json:"dir"`
+	LogPath string   `json:"logPath"`
+}
+
+// shimReport is the shim's answer on fd 3.
+type shimReport struct {
+	Process   procID `json:"process"`
+	StartedAt int64  `json:"startedAt"`
+	Error     string `json:"error,omitempty"`
+}
+
+// exitRecord is how a container ended (exit.json).
+type exitRecord struct {
+	ExitCode   int32  `json:"exitCode"`
+	FinishedAt int64  `json:"finishedAt"`
+	Reason     string `json:"reason"`
+	Message    string `json:"message,omitempty"`
+}
+
+const (
+	reasonCompleted  = "Completed"
+	reasonError      = "Error"
+	reasonStartError = "StartError"
+	reasonUnknown    = "Unknown"
+	// exitCodeStartError is containerd's exit code for a failed start.
+	exitCodeStartError = 128
+	// exitCodeUnknown is containerd's exit code for an exit nobody saw.
+	exitCodeUnknown = 255
+	// drainTimeout bounds log copying after the process exited.
+	drainTimeout = 2 * time.Second
+)
+
+const (
+	shimSpecFile = "shim.json"
+	exitFile     = "exit.json"
+	shimLogFile  = "shim.log"
+)
+
+// MaybeRunShim must be the first call in main() and in TestMain of any
+// package that starts this runtime. It returns at once, unless this
+// process was started as a container shim: then it runs the shim and exits.
+func MaybeRunShim() {
+	dir := os.Getenv(shimEnvVar)
+	if dir == "" {
+		return
+	}
+	if err := runShim(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "%s shim %s: %v\n", time.Now().Format(time.RFC3339Nano), dir, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runShim(dir string) error {
+	report := os.NewFile(3, "shim-report")
+	if report == nil {
+		return errors.New("no report pipe on fd 3")
+	}
+	var spec shimSpec
+	if err := readJSON(filepath.Join(dir, shimSpecFile), &spec); err != nil {
+		return sendReport(report, shimReport{Error: fmt.Sprintf("read shim spec: %v", err)})
+	}
+	cmd, logFile, out, err := startProcess(spec)
+	if err != nil {
+		return sendReport(report, shimReport{Error: err.Error()})
+	}
+	defer logFile.Close()
+	id, err := identify(cmd.Process.Pid)
+	if err != nil {
+		// The process is ours and unreaped, so /proc must have it.
+		_ = cmd.Process.Kill()
+		return sendReport(report, shimReport{Error: err.Error()})
+	}
+	if err := sendReport(report, shimReport{Process: id, StartedAt: time.Now().UnixNano()}); err != nil {
+		// The runtime gave up on us; do not leave the process behind.
+		_ = syscall.Kill(-id.PID, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+
+	waitErr := cmd.Wait()
+	finished := time.Now()
+	// As in a container, the main process' exit ends the whole group.
+	_ = syscall.Kill(-id.PID, syscall.SIGKILL)
+	out.wait(drainTimeout)
+	_ = logFile.Sync()
+
+	rec := exitRecord{FinishedAt: finished.UnixNano()}
+	rec.ExitCode, rec.Reason = exitStatus(cmd.ProcessState, waitErr)
+	if rec.Reason == reasonUnknown {
+		rec.Message = fmt.Sprintf("wait for process: %v", waitErr)
+	}
+	return writeJSON(filepath.Join(dir, exitFile), rec)
+}
+
+// exitStatus maps a process' end to the CRI exit code and reason.
+func exitStatus(ps *os.ProcessState, waitErr error) (int32, string) {
+	if ps == nil {
+		return exitCodeUnknown, reasonUnknown
+	}
+	code := ps.ExitCode()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	if code == 0 && waitErr == nil {
+		return 0, reasonCompleted
+	}
+	return int32(code), reasonError
+}
+
+func sendReport(w *os.File, r shimReport) error {
+	defer w.Close()
+	if err := json.NewEncoder(w).Encode(r); err != nil {
+		return fmt.Errorf("report to runtime: %w", err)
+	}
+	return nil
+}
+
+// outputCopier copies the process' stdout and stderr into the log.
+type outputCopier struct {
+	wg    sync.WaitGroup
+	pipes []*os.File
+}
+
+// wait waits for both streams to reach EOF, at most d, then closes them.
+func (o *outputCopier) wait(d time.Duration) {
+	done := make(chan struct{})
+	go func() { o.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+	for _, p := range o.pipes {
+		_ = p.Close()
+	}
+	<-done
+}
+
+// startProcess starts the container's process in its own process group with
+// its output copied into the CRI log file.
+func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, error) {
+	if len(spec.Args) == 0 {
+		return nil, nil, nil, errors.New("no command to run")
+	}
+	if err := os.MkdirAll(filepath.Dir(spec.LogPath), 0o755); err != nil {
+		return nil, nil, nil, fmt.Errorf("create log directory: %w", err)
+	}
+	logFile, err := os.OpenFile(spec.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open log file: %w", err)
+	}
+	path, err := lookPathIn(spec.Args[0], spec.Env)
+	if err != nil {
+		logFile.Close()
+		return nil, nil, nil, err
+	}
+	cmd := exec.Command(path, spec.Args[1:]...)
+	cmd.Args[0] = spec.Args[0]
+	cmd.Env = spec.Env
+	cmd.Dir = spec.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		return nil, nil, nil, fmt.Errorf("create stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, fmt.Errorf("create stderr pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		logFile.Close()
+		outR.Close()
+		errR.Close()
+		return nil, nil, nil, err
+	}
+	log := newCRILog(logFile, time.Now)
+	o := &outputCopier{pipes: []*os.File{outR, errR}}
+	o.wg.Add(2)
+	go func() { defer o.wg.Done(); log.copyFrom(streamStdout, outR) }()
+	go func() { defer o.wg.Done(); log.copyFrom(streamStderr, errR) }()
+	return cmd, logFile, o, nil
+}
