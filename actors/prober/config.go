@@ -1,6 +1,8 @@
 package prober
 
 import (
+	"time"
+
 	"github.com/actorlet/actorlet/actors/prober/probe"
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
@@ -35,6 +37,12 @@ func (c Config) withDefaults() Config {
 func Props(cfg Config) *actor.Props {
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) })
+}
+
+// workerSupervisor restarts a worker that panicked, a few times a minute;
+// the manager's next PodStatusComputed gives it its container again.
+func workerSupervisor() actor.SupervisorStrategy {
+	return actor.NewOneForOneStrategy(10, time.Minute, actor.DefaultDecider)
 }
 
 // Event reasons, as the kubelet names them.

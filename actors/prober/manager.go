@@ -103,7 +103,7 @@ func (m *manager) podStatus(ctx actor.Context, msg *messages.PodStatusComputed) 
 				klog.ErrorS(err, "Invalid probe, not running it", "pod", klog.KObj(pod), "podUID", pod.UID, "containerName", c.Name)
 				continue
 			}
-			m.workers[key] = ctx.Spawn(workerProps(m.cfg, key, spec, c.DeepCopy()))
+			m.workers[key] = ctx.Spawn(workerProps(m.cfg, key, spec, c.DeepCopy()).Configure(actor.WithSupervisor(workerSupervisor())))
 			m.states[key] = messages.ProbeState{ContainerName: c.Name, Kind: kind, Result: initialResult(kind)}
 			klog.V(4).InfoS("Started probe worker", "pod", klog.KObj(pod), "podUID", pod.UID, "containerName", c.Name, "probeType", kind)
 		}

@@ -3,10 +3,12 @@ package probe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -61,6 +63,13 @@ func TestExec(t *testing.T) {
 				return nil, nil, errorsJoin("exec sync", &exitErr{code: 7})
 			},
 			wantResult: messages.ProbeFailure, wantMessage: `command "cat /tmp/healthy" exited with 7`,
+		},
+		{
+			name: "the cri client's wrapped ExitError is a failure",
+			fn: func(context.Context, string, []string, time.Duration) ([]byte, []byte, error) {
+				return []byte("not ready"), nil, fmt.Errorf("ExecSync %q: %w", "c1", &cri.ExitError{Code: 3, Stdout: []byte("not ready")})
+			},
+			wantResult: messages.ProbeFailure, wantMessage: "not ready",
 		},
 		{
 			name: "runtime deadline status is a timeout failure",
