@@ -79,7 +79,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, uid types.UID,
 	}
 	grace = max(grace, 0)
 	if err := m.rt.StopContainer(ctx, id, grace); err != nil && !isNotFound(err) {
-		return newKindError(ErrKillContainer, "stop container %q (%s): %v", name, id, err)
+		return wrapKind(ErrKillContainer, err, "stop container %q (%s)", name, id)
 	}
 	return nil
 }
@@ -166,7 +166,7 @@ func (m *Manager) killPodWithResult(ctx context.Context, pod *v1.Pod, running *c
 	for _, s := range running.Sandboxes {
 		err := m.rt.StopPodSandbox(ctx, s.ID)
 		if err != nil && !isNotFound(err) {
-			result.add(ActionKillPodSandbox, s.ID, newKindError(ErrKillPodSandbox, "stop sandbox %q: %v", s.ID, err))
+			result.add(ActionKillPodSandbox, s.ID, wrapKind(ErrKillPodSandbox, err, "stop sandbox %q", s.ID))
 			continue
 		}
 		result.add(ActionKillPodSandbox, s.ID, nil)

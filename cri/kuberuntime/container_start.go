@@ -50,23 +50,23 @@ func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	}
 	if err := m.ensureContainerLogDir(pod, c.Name); err != nil {
 		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return newKindError(ErrCreateContainerConfig, "%v", err)
+		return wrapKind(ErrCreateContainerConfig, err, "")
 	}
 	cfg, err := m.containerConfig(pod, c, restartCount, t.podIPs, imageRef)
 	if err != nil {
 		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return newKindError(ErrCreateContainerConfig, "%v", err)
+		return wrapKind(ErrCreateContainerConfig, err, "")
 	}
 	id, err := m.rt.CreateContainer(ctx, t.sandboxID, cfg, t.sandboxCfg)
 	if err != nil {
 		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return newKindError(ErrCreateContainer, "create container %q: %v", c.Name, err)
+		return wrapKind(ErrCreateContainer, err, "create container %q", c.Name)
 	}
 	m.event(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 
 	if err := m.rt.StartContainer(ctx, id); err != nil {
 		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return newKindError(ErrRunContainer, "start container %q (%s): %v", c.Name, id, err)
+		return wrapKind(ErrRunContainer, err, "start container %q (%s)", c.Name, id)
 	}
 	m.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	klog.V(3).InfoS("Started container", "pod", klog.KObj(pod), "container", c.Name, "containerID", id, "restartCount", restartCount)

@@ -44,7 +44,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
 	st, err := m.rt.ImageStatus(ctx, spec, false)
 	if err != nil {
-		return "", newKindError(ErrImagePull, "image status of %q: %v", c.Image, err)
+		return "", wrapKind(ErrImagePull, err, "image status of %q", c.Image)
 	}
 	present := st.GetImage() != nil
 	ref := st.GetImage().GetId()
@@ -76,7 +76,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		m.imageBackOff.next(key, m.opts.Clock.Now())
 		m.event(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
 		klog.V(2).InfoS("Image pull failed", "pod", klog.KObj(pod), "image", c.Image, "err", err)
-		return "", newKindError(ErrImagePull, "pull image %q: %v", c.Image, err)
+		return "", wrapKind(ErrImagePull, err, "pull image %q", c.Image)
 	}
 	m.imageBackOff.reset(key)
 	m.event(pod, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, m.opts.Clock.Since(start))

@@ -81,17 +81,34 @@ func (r SyncResult) Error() error {
 }
 
 // kindError is an error of a kind with a message, for results and the
-// reason cache: Error() is the message, errors.Is matches the kind.
+// reason cache: errors.Is matches the kind and the runtime error that caused
+// it (so a gRPC code stays visible to status.Code callers up the chain).
 type kindError struct {
-	kind error
-	msg  string
+	kind  error
+	cause error
+	msg   string
 }
 
 func (e *kindError) Error() string { return e.kind.Error() + ": " + e.msg }
-func (e *kindError) Unwrap() error { return e.kind }
+
+func (e *kindError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.cause}
+}
 
 func newKindError(kind error, format string, args ...any) error {
 	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// wrapKind is a kind error caused by err: "<what>: <err>".
+func wrapKind(kind, err error, format string, args ...any) error {
+	msg := err.Error()
+	if format != "" {
+		msg = fmt.Sprintf(format, args...) + ": " + msg
+	}
+	return &kindError{kind: kind, cause: err, msg: msg}
 }
 
 // reasonOf returns the waiting reason and message of a start failure.

@@ -17,7 +17,7 @@ import (
 func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) SyncResult {
 	var result SyncResult
 	if err := validatePodIdentity(pod); err != nil {
-		result.add(ActionCreatePodSandbox, "", newKindError(ErrConfigPodSandbox, "%v", err))
+		result.add(ActionCreatePodSandbox, "", wrapKind(ErrConfigPodSandbox, err, ""))
 		return result
 	}
 	if status == nil {
@@ -62,7 +62,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 	target := startTarget{sandboxID: actions.SandboxID, podIPs: status.IPs}
 	sandboxCfg, err := m.sandboxConfig(pod, actions.Attempt)
 	if err != nil {
-		result.add(ActionCreatePodSandbox, string(pod.UID), newKindError(ErrConfigPodSandbox, "%v", err))
+		result.add(ActionCreatePodSandbox, string(pod.UID), wrapKind(ErrConfigPodSandbox, err, ""))
 		return result
 	}
 	target.sandboxCfg = sandboxCfg
@@ -102,17 +102,17 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, []string, error) {
 	if err := m.ensurePodLogsDir(pod); err != nil {
 		m.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-		return "", nil, newKindError(ErrCreatePodSandbox, "%v", err)
+		return "", nil, wrapKind(ErrCreatePodSandbox, err, "")
 	}
 	id, err := m.rt.RunPodSandbox(ctx, cfg, m.opts.RuntimeHandler)
 	if err != nil {
 		m.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-		return "", nil, newKindError(ErrCreatePodSandbox, "run sandbox of pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		return "", nil, wrapKind(ErrCreatePodSandbox, err, "run sandbox of pod %s/%s", pod.Namespace, pod.Name)
 	}
 	st, err := m.rt.PodSandboxStatus(ctx, id, false)
 	if err != nil {
 		m.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to get pod sandbox status: %v", err)
-		return "", nil, newKindError(ErrCreatePodSandbox, "status of new sandbox %q: %v", id, err)
+		return "", nil, wrapKind(ErrCreatePodSandbox, err, "status of new sandbox %q", id)
 	}
 	var ips []string
 	if !pod.Spec.HostNetwork {

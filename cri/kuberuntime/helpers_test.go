@@ -1,0 +1,194 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critesting "k8s.io/cri-api/pkg/apis/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+// fakeRuntime joins the upstream fakes into one cri.Runtime and records
+// StopContainer timeouts.
+type fakeRuntime struct {
+	*critesting.FakeRuntimeService
+	*critesting.FakeImageService
+
+	mu           sync.Mutex
+	stopTimeouts map[string]int64
+}
+
+var _ cri.Runtime = &fakeRuntime{}
+
+func (f *fakeRuntime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	f.mu.Lock()
+	f.stopTimeouts[id] = timeout
+	f.mu.Unlock()
+	return f.FakeRuntimeService.StopContainer(ctx, id, timeout)
+}
+
+func (f *fakeRuntime) stopTimeout(id string) (int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.stopTimeouts[id]
+	return t, ok
+}
+
+// count returns how often the runtime service saw call.
+func (f *fakeRuntime) count(call string) int {
+	n := 0
+	for _, c := range f.FakeRuntimeService.GetCalls() {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeRuntime) imageCalls(call string) int {
+	f.FakeImageService.Lock()
+	defer f.FakeImageService.Unlock()
+	n := 0
+	for _, c := range f.FakeImageService.Called {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+// exitContainer makes the fake report the container exited with code at
+// finished.
+func (f *fakeRuntime) exitContainer(t *testing.T, id string, code int32, finished time.Time) {
+	t.Helper()
+	f.FakeRuntimeService.Lock()
+	defer f.FakeRuntimeService.Unlock()
+	c, ok := f.Containers[id]
+	if !ok {
+		t.Fatalf("no container %q in the fake", id)
+	}
+	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.ExitCode = code
+	c.FinishedAt = finished.UnixNano()
+}
+
+// containerIDs returns the IDs of the named container's instances.
+func (f *fakeRuntime) containerIDs(name string) []string {
+	f.FakeRuntimeService.Lock()
+	defer f.FakeRuntimeService.Unlock()
+	var ids []string
+	for id, c := range f.Containers {
+		if c.Labels[LabelContainerName] == name {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+type recordedEvent struct {
+	eventType, reason, message string
+}
+
+// recorder is a recording Recorder.
+type recorder struct {
+	mu     sync.Mutex
+	events []recordedEvent
+}
+
+func (r *recorder) Eventf(_ *v1.Pod, eventType, reason, messageFmt string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, recordedEvent{eventType, reason, fmt.Sprintf(messageFmt, args...)})
+}
+
+func (r *recorder) has(reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if e.reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+type env struct {
+	rt    *fakeRuntime
+	clock *clocktesting.FakeClock
+	rec   *recorder
+	m     *Manager
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	rt := &fakeRuntime{
+		FakeRuntimeService: critesting.NewFakeRuntimeService(),
+		FakeImageService:   critesting.NewFakeImageService(),
+		stopTimeouts:       map[string]int64{},
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	rec := &recorder{}
+	m := NewManager(rt, Options{
+		PodLogsDir: t.TempDir(),
+		PodsDir:    t.TempDir(),
+		HostIP:     "10.0.0.1",
+		Clock:      clk,
+		Recorder:   rec,
+	})
+	return &env{rt: rt, clock: clk, rec: rec, m: m}
+}
+
+// sync reads the pod status and runs one SyncPod pass.
+func (e *env) sync(t *testing.T, pod *v1.Pod, failedProbes map[string]string) SyncResult {
+	t.Helper()
+	st, err := e.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatalf("GetPodStatus: %v", err)
+	}
+	return e.m.SyncPod(context.Background(), pod, st, failedProbes)
+}
+
+func (e *env) status(t *testing.T, pod *v1.Pod) (*cri.PodStatus, v1.PodStatus) {
+	t.Helper()
+	st, err := e.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatalf("GetPodStatus: %v", err)
+	}
+	return st, e.m.GeneratePodStatus(pod, st)
+}
+
+func newPod(name string, containers ...string) *v1.Pod {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid"), Labels: map[string]string{"app": name}},
+		Spec:       v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, NodeName: "node-1"},
+	}
+	for _, c := range containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: c, Image: "busybox:1.36"})
+	}
+	return pod
+}
+
+// eventually polls cond until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

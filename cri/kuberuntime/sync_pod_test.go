@@ -1,0 +1,320 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+)
+
+func TestSyncPodStartsFreshPod(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app", "sidecar")
+
+	res := e.sync(t, pod, nil)
+	if err := res.Error(); err != nil {
+		t.Fatalf("SyncPod: %v", err)
+	}
+	if !res.SandboxCreated {
+		t.Error("SandboxCreated = false, want true")
+	}
+	if got := e.rt.count("StartContainer"); got != 2 {
+		t.Errorf("StartContainer calls = %d, want 2", got)
+	}
+	_, api := e.status(t, pod)
+	if api.Phase != v1.PodRunning {
+		t.Errorf("phase = %s, want Running", api.Phase)
+	}
+	if api.PodIP == "" || api.StartTime == nil {
+		t.Errorf("podIP %q startTime %v: want both set", api.PodIP, api.StartTime)
+	}
+	for _, cs := range api.ContainerStatuses {
+		if cs.State.Running == nil || cs.Ready || !strings.HasPrefix(cs.ContainerID, "fakeRuntime://") {
+			t.Errorf("container %s: state %+v ready %t id %q", cs.Name, cs.State, cs.Ready, cs.ContainerID)
+		}
+	}
+	for _, r := range []string{"Pulling", "Pulled", "Created", "Started"} {
+		if !e.rec.has(r) {
+			t.Errorf("no %s event", r)
+		}
+	}
+
+	// A second pass has nothing to do.
+	calls := len(e.rt.FakeRuntimeService.GetCalls())
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatalf("second SyncPod: %v", err)
+	}
+	for _, c := range e.rt.FakeRuntimeService.GetCalls()[calls:] {
+		if c == "CreateContainer" || c == "RunPodSandbox" || c == "StopContainer" {
+			t.Errorf("steady-state sync called %s", c)
+		}
+	}
+}
+
+func TestSyncPodSandboxCreationFails(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	e.rt.FakeRuntimeService.InjectError("RunPodSandbox", errors.New("no network"))
+
+	res := e.sync(t, pod, nil)
+	err := res.Error()
+	if !errors.Is(err, ErrCreatePodSandbox) {
+		t.Fatalf("error = %v, want ErrCreatePodSandbox", err)
+	}
+	if n := e.rt.count("CreateContainer"); n != 0 {
+		t.Errorf("CreateContainer calls = %d, want 0", n)
+	}
+	if !e.rec.has("FailedCreatePodSandBox") {
+		t.Error("no FailedCreatePodSandBox event")
+	}
+}
+
+func TestSyncPodImagePullBackOff(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	pod.Spec.Containers[0].Image = "registry.example/app:latest" // Always
+	e.rt.FakeImageService.InjectError("PullImage", errors.New("registry down"))
+
+	if err := e.sync(t, pod, nil).Error(); !errors.Is(err, ErrImagePull) {
+		t.Fatalf("first sync error = %v, want ErrImagePull", err)
+	}
+	_, api := e.status(t, pod)
+	if w := api.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "ErrImagePull" {
+		t.Errorf("waiting = %+v, want ErrImagePull", w)
+	}
+
+	pulls := e.rt.imageCalls("PullImage")
+	if err := e.sync(t, pod, nil).Error(); !errors.Is(err, ErrImagePullBackOff) {
+		t.Fatalf("second sync error = %v, want ErrImagePullBackOff", err)
+	}
+	if e.rt.imageCalls("PullImage") != pulls {
+		t.Error("pulled again while in back-off")
+	}
+	_, api = e.status(t, pod)
+	if w := api.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "ImagePullBackOff" {
+		t.Errorf("waiting = %+v, want ImagePullBackOff", w)
+	}
+	if api.Phase != v1.PodPending {
+		t.Errorf("phase = %s, want Pending", api.Phase)
+	}
+
+	e.clock.Step(11 * time.Second)
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatalf("sync after back-off: %v", err)
+	}
+	_, api = e.status(t, pod)
+	if api.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("state = %+v, want running", api.ContainerStatuses[0].State)
+	}
+}
+
+func TestSyncPodImageNeverPull(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	pod.Spec.Containers[0].ImagePullPolicy = v1.PullNever
+	if err := e.sync(t, pod, nil).Error(); !errors.Is(err, ErrImageNeverPull) {
+		t.Fatalf("error = %v, want ErrImageNeverPull", err)
+	}
+	if e.rt.imageCalls("PullImage") != 0 {
+		t.Error("pulled an image with policy Never")
+	}
+	e.rt.FakeImageService.SetFakeImages([]string{"busybox:1.36"})
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatalf("with the image present: %v", err)
+	}
+}
+
+func TestRuntimeUnavailableErrorsWrapCode(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	unavailable := status.Error(codes.Unavailable, "connection refused")
+
+	e.rt.FakeRuntimeService.InjectError("ListPodSandbox", unavailable)
+	_, err := e.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("GetPodStatus error %v: code %s, want Unavailable", err, status.Code(err))
+	}
+
+	e.rt.FakeRuntimeService.InjectError("RunPodSandbox", unavailable)
+	err = e.m.SyncPod(context.Background(), pod, nil, nil).Error()
+	if status.Code(err) != codes.Unavailable || !errors.Is(err, ErrCreatePodSandbox) {
+		t.Errorf("SyncPod error %v: code %s, want Unavailable and ErrCreatePodSandbox", err, status.Code(err))
+	}
+}
+
+func TestCrashLoopBackOff(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	crash := func() {
+		t.Helper()
+		st, _ := e.status(t, pod)
+		e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 1, e.clock.Now())
+	}
+
+	// First death: restarted at once; the back-off becomes 10 s.
+	crash()
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatalf("first restart: %v", err)
+	}
+	_, api := e.status(t, pod)
+	if cs := api.ContainerStatuses[0]; cs.RestartCount != 1 || cs.State.Running == nil || cs.LastTerminationState.Terminated == nil {
+		t.Fatalf("after first restart: %+v", cs)
+	}
+
+	// Second death: within 10 s → CrashLoopBackOff.
+	crash()
+	err := e.sync(t, pod, nil).Error()
+	if !errors.Is(err, ErrCrashLoopBackOff) || !strings.Contains(err.Error(), "back-off 10s restarting failed container=app") {
+		t.Fatalf("error = %v, want back-off 10s", err)
+	}
+	_, api = e.status(t, pod)
+	cs := api.ContainerStatuses[0]
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.LastTerminationState.Terminated == nil {
+		t.Errorf("status = %+v, want waiting CrashLoopBackOff with last state", cs)
+	}
+	if api.Phase != v1.PodRunning {
+		t.Errorf("phase = %s, want Running (restartPolicy Always)", api.Phase)
+	}
+	if end := e.m.BackOffs(pod.UID)["app"]; end.IsZero() {
+		t.Error("BackOffs has no entry for app")
+	}
+	if !e.rec.has("BackOff") {
+		t.Error("no BackOff event")
+	}
+
+	e.clock.Step(11 * time.Second)
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatalf("restart after 10 s: %v", err)
+	}
+	// Third death: the back-off doubled.
+	crash()
+	if err := e.sync(t, pod, nil).Error(); err == nil || !strings.Contains(err.Error(), "back-off 20s") {
+		t.Fatalf("error = %v, want back-off 20s", err)
+	}
+	_, api = e.status(t, pod)
+	if api.ContainerStatuses[0].RestartCount != 2 {
+		t.Errorf("restartCount = %d, want 2", api.ContainerStatuses[0].RestartCount)
+	}
+}
+
+func TestLivenessFailureRestartsContainer(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app", "other")
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.status(t, pod)
+	id := st.FindContainerStatusByName("app").ID
+	otherID := st.FindContainerStatusByName("other").ID
+
+	if err := e.sync(t, pod, map[string]string{id: "HTTP probe failed with statuscode: 500"}).Error(); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if _, ok := e.rt.stopTimeout(id); !ok {
+		t.Error("container with the failed probe was not stopped")
+	}
+	if _, ok := e.rt.stopTimeout(otherID); ok {
+		t.Error("healthy container was stopped")
+	}
+	if got := len(e.rt.containerIDs("app")); got != 2 {
+		t.Errorf("app instances = %d, want 2", got)
+	}
+	if !e.rec.has("Killing") {
+		t.Error("no Killing event")
+	}
+}
+
+func TestPostStartHookFailureKillsContainer(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"false"}}}}
+	e.rt.FakeRuntimeService.InjectError("ExecSync", errors.New("exit status 1"))
+
+	err := e.sync(t, pod, nil).Error()
+	if !errors.Is(err, ErrPostStartHook) {
+		t.Fatalf("error = %v, want ErrPostStartHook", err)
+	}
+	ids := e.rt.containerIDs("app")
+	if len(ids) != 1 {
+		t.Fatalf("instances = %v", ids)
+	}
+	if _, ok := e.rt.stopTimeout(ids[0]); !ok {
+		t.Error("container was not killed after its postStart hook failed")
+	}
+	if !e.rec.has("FailedPostStartHook") {
+		t.Error("no FailedPostStartHook event")
+	}
+}
+
+func TestSyncPodInitContainersInOrder(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	pod.Spec.InitContainers = []v1.Container{{Name: "init1", Image: "busybox:1.36"}, {Name: "init2", Image: "busybox:1.36"}}
+
+	step := func(wantStarted string) {
+		t.Helper()
+		if err := e.sync(t, pod, nil).Error(); err != nil {
+			t.Fatal(err)
+		}
+		if ids := e.rt.containerIDs(wantStarted); len(ids) != 1 {
+			t.Fatalf("%s instances = %v, want 1", wantStarted, ids)
+		}
+	}
+	step("init1")
+	if ids := e.rt.containerIDs("app"); len(ids) != 0 {
+		t.Fatal("app started before init containers finished")
+	}
+	_, api := e.status(t, pod)
+	if api.Phase != v1.PodPending || api.ContainerStatuses[0].State.Waiting.Reason != "PodInitializing" {
+		t.Errorf("phase %s, app %+v: want Pending, PodInitializing", api.Phase, api.ContainerStatuses[0].State)
+	}
+	e.rt.exitContainer(t, e.rt.containerIDs("init1")[0], 0, e.clock.Now())
+	step("init2")
+	e.rt.exitContainer(t, e.rt.containerIDs("init2")[0], 0, e.clock.Now())
+	step("app")
+
+	_, api = e.status(t, pod)
+	if api.Phase != v1.PodRunning {
+		t.Errorf("phase = %s, want Running", api.Phase)
+	}
+	for _, cs := range api.InitContainerStatuses {
+		if cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed" {
+			t.Errorf("init %s: %+v, want Completed", cs.Name, cs.State)
+		}
+	}
+	for _, c := range api.Conditions {
+		if c.Type == v1.PodInitialized && c.Status != v1.ConditionTrue {
+			t.Errorf("Initialized = %s", c.Status)
+		}
+	}
+}
+
+func TestSyncPodInitFailureWithNeverFailsPod(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("job", "app")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{{Name: "init", Image: "busybox:1.36"}}
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	e.rt.exitContainer(t, e.rt.containerIDs("init")[0], 3, e.clock.Now())
+	res := e.sync(t, pod, nil)
+	if !res.PodKilled {
+		t.Error("pod was not killed")
+	}
+	if ids := e.rt.containerIDs("init"); len(ids) != 1 {
+		t.Errorf("init restarted: %v", ids)
+	}
+	_, api := e.status(t, pod)
+	if api.Phase != v1.PodFailed {
+		t.Errorf("phase = %s, want Failed", api.Phase)
+	}
+}
