@@ -127,7 +127,7 @@ func (c *Client) Evict(ctx context.Context, node, namespace, name string, graceP
 // canceled (the node then notices the client went away). It returns why a
 // follow ended.
 func (c *Client) Logs(ctx context.Context, node string, req LogsRequest, w io.Writer) (string, error) {
-	req.Inbox = c.NC.NewRespInbox()
+	req.Inbox = c.NC.NewInbox() // not a resp-mux inbox: once unsubscribed, the node sees no responders
 	chunks := make(chan *nats.Msg, 64)
 	sub, err := c.NC.ChanSubscribe(req.Inbox, chunks)
 	if err != nil {

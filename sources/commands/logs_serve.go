@@ -78,7 +78,15 @@ func (s *Service) logs(ctx context.Context, req micro.Request) (any, error) {
 	if !r.Follow {
 		return LogsResponse{}, nil
 	}
-	return s.follow(ctx, &r, path, lr)
+	resp, err := s.follow(ctx, &r, path, lr)
+	if s.opts.followEnded != nil {
+		ended := "error"
+		if lresp, ok := resp.(LogsResponse); ok {
+			ended = lresp.Ended
+		}
+		s.opts.followEnded(ended)
+	}
+	return resp, err
 }
 
 // follow streams new lines until the container's instance exits or is
@@ -86,6 +94,7 @@ func (s *Service) logs(ctx context.Context, req micro.Request) (any, error) {
 func (s *Service) follow(ctx context.Context, r *LogsRequest, path string, lr *logReader) (any, error) {
 	ticker := time.NewTicker(s.opts.FollowPoll)
 	defer ticker.Stop()
+	lastSent := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -96,8 +105,14 @@ func (s *Service) follow(ctx context.Context, r *LogsRequest, path string, lr *l
 		if err != nil {
 			return nil, err
 		}
-		if err := s.sendChunks(ctx, r.Inbox, lines); err != nil {
-			return logsEnd(err)
+		if len(lines) == 0 && time.Since(lastSent) >= s.opts.FollowKeepAlive {
+			lines = [][]byte{{}} // an empty chunk: is the client still there?
+		}
+		if len(lines) > 0 {
+			if err := s.sendChunks(ctx, r.Inbox, lines); err != nil {
+				return logsEnd(err)
+			}
+			lastSent = time.Now()
 		}
 		state := s.instanceState(ctx, r, path)
 		if state == "" {
@@ -175,7 +190,7 @@ func findContainerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
 func (s *Service) sendChunks(ctx context.Context, inbox string, lines [][]byte) error {
 	var buf []byte
 	flush := func() error {
-		if len(buf) == 0 {
+		if buf == nil {
 			return nil
 		}
 		data, err := json.Marshal(LogChunk{Data: buf})
@@ -192,6 +207,9 @@ func (s *Service) sendChunks(ctx context.Context, inbox string, lines [][]byte) 
 			return fmt.Errorf("send log chunk to %q: %w: %v", inbox, errClientGone, err)
 		}
 		return nil
+	}
+	if len(lines) == 1 && len(lines[0]) == 0 {
+		buf = []byte{} // keep-alive
 	}
 	for _, l := range lines {
 		if len(buf)+len(l) > maxChunkBytes {

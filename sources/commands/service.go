@@ -18,9 +18,10 @@ import (
 
 // Defaults of ServiceOptions.
 const (
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultExecTimeout    = 60 * time.Second
-	DefaultFollowPoll     = 250 * time.Millisecond
+	DefaultRequestTimeout  = 30 * time.Second
+	DefaultExecTimeout     = 60 * time.Second
+	DefaultFollowPoll      = 250 * time.Millisecond
+	DefaultFollowKeepAlive = 5 * time.Second
 	// ChunkAckTimeout is how long the service waits for a client to
 	// acknowledge a streamed log chunk before it decides the client is gone.
 	ChunkAckTimeout = 5 * time.Second
@@ -37,6 +38,13 @@ type ServiceOptions struct {
 	RequestTimeout time.Duration
 	// FollowPoll is how often a log follow looks for new lines.
 	FollowPoll time.Duration
+	// FollowKeepAlive is how long a follow may go without sending a chunk;
+	// then it sends an empty one, so a client that went away is noticed
+	// even when the container is silent.
+	FollowKeepAlive time.Duration
+
+	// followEnded, when set (tests), learns why each log follow ended.
+	followEnded func(reason string)
 }
 
 // Service is one node's command service.
@@ -63,6 +71,9 @@ func StartService(nc *nats.Conn, node Node, opts ServiceOptions) (*Service, erro
 	}
 	if opts.FollowPoll <= 0 {
 		opts.FollowPoll = DefaultFollowPoll
+	}
+	if opts.FollowKeepAlive <= 0 {
+		opts.FollowKeepAlive = DefaultFollowKeepAlive
 	}
 	s := &Service{nc: nc, node: node, opts: opts}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -112,30 +123,52 @@ func (s *Service) Stop() error {
 }
 
 // serve runs each request in its own goroutine so a slow exec or a log
-// follow never holds up the endpoint.
+// follow never holds up the endpoint. Replies are published on the request's
+// reply subject directly: micro's Request is not safe to use once its
+// handler returned.
 func (s *Service) serve(verb string, h func(context.Context, micro.Request) (any, error)) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
 		if s.ctx.Err() != nil {
 			_ = req.Error(fmt.Sprint(CodeInternal), "node is shutting down", nil)
 			return
 		}
+		reply := req.Reply()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			resp, err := h(s.ctx, req)
-			if err != nil {
-				e := toError(err)
-				if e.Code >= CodeInternal {
-					klog.ErrorS(err, "Command failed", "verb", verb, "node", s.opts.NodeName)
-				}
-				_ = req.Error(fmt.Sprint(e.Code), e.Description, nil)
-				return
+			if err := s.respond(reply, resp, err); err != nil {
+				klog.ErrorS(err, "Failed to send command reply", "verb", verb, "node", s.opts.NodeName)
 			}
-			if err := req.RespondJSON(resp); err != nil {
-				klog.ErrorS(err, "Failed to send command reply", "verb", verb)
+			if err != nil && toError(err).Code >= CodeInternal {
+				klog.ErrorS(err, "Command failed", "verb", verb, "node", s.opts.NodeName)
 			}
 		}()
 	})
+}
+
+// respond publishes a reply: the JSON response, or a micro error (headers
+// Nats-Service-Error-Code and Nats-Service-Error) when err is set.
+func (s *Service) respond(reply string, resp any, err error) error {
+	if reply == "" {
+		return nil
+	}
+	msg := &nats.Msg{Subject: reply, Header: nats.Header{}}
+	if err != nil {
+		e := toError(err)
+		msg.Header.Set(micro.ErrorCodeHeader, fmt.Sprint(e.Code))
+		msg.Header.Set(micro.ErrorHeader, e.Description)
+	} else {
+		data, merr := json.Marshal(resp)
+		if merr != nil {
+			return s.respond(reply, nil, fmt.Errorf("encode reply: %w", merr))
+		}
+		msg.Data = data
+	}
+	if perr := s.nc.PublishMsg(msg); perr != nil {
+		return fmt.Errorf("publish reply to %q: %w", reply, perr)
+	}
+	return nil
 }
 
 // decode unmarshals the request and checks its pod reference.
