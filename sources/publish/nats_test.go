@@ -1,0 +1,93 @@
+package publish
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// testServer is an in-process nats-server with JetStream; restart keeps
+// its port and store so clients reconnect to the same data.
+type testServer struct {
+	t    *testing.T
+	opts server.Options
+	srv  *server.Server
+}
+
+func startServer(t *testing.T) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true}}
+	ts.start()
+	ts.opts.Port = ts.srv.Addr().(*net.TCPAddr).Port
+	t.Cleanup(ts.shutdown)
+	return ts
+}
+
+func (ts *testServer) start() {
+	ts.t.Helper()
+	opts := ts.opts
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		ts.t.Fatal("nats-server not ready")
+	}
+	ts.srv = srv
+}
+
+func (ts *testServer) shutdown() {
+	if ts.srv != nil {
+		ts.srv.Shutdown()
+		ts.srv.WaitForShutdown()
+		ts.srv = nil
+	}
+}
+
+func (ts *testServer) restart() {
+	ts.shutdown()
+	ts.start()
+}
+
+// connect returns a reconnecting client and its JetStream context.
+func (ts *testServer) connect() (*nats.Conn, jetstream.JetStream) {
+	ts.t.Helper()
+	nc, err := nats.Connect(ts.srv.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	ts.t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return nc, js
+}
+
+func createBucket(t *testing.T, js jetstream.JetStream, bucket string) jetstream.KeyValue {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, Storage: jetstream.FileStorage})
+	if err != nil {
+		t.Fatalf("create bucket %s: %v", bucket, err)
+	}
+	return kv
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
