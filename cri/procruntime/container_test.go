@@ -1,0 +1,249 @@
+package procruntime_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/cri"
+)
+
+func TestContainerExit(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("exit", nil)
+	tests := []struct {
+		name     string
+		script   string
+		code     int32
+		reason   string
+		wantLogs []string // regexps, one per log line
+	}{
+		{
+			name: "error", script: "echo hi; echo err >&2; exit 3", code: 3, reason: "Error",
+			wantLogs: []string{`^\S+ stdout F hi$`, `^\S+ stderr F err$`},
+		},
+		{
+			name: "completed", script: "echo $GREETING; printf partial", code: 0, reason: "Completed",
+			wantLogs: []string{`^\S+ stdout F hello$`, `^\S+ stdout F partial$`},
+		},
+		{name: "signalled", script: "kill -9 $$", code: 137, reason: "Error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := containerConfig(tt.name, nil, "sh", "-c", tt.script)
+			id := e.run(sbID, sb, cfg)
+			st := e.waitExited(id)
+			if st.ExitCode != tt.code || st.Reason != tt.reason {
+				t.Errorf("exit = %d %q, want %d %q", st.ExitCode, st.Reason, tt.code, tt.reason)
+			}
+			if st.StartedAt == 0 || st.FinishedAt < st.StartedAt || st.CreatedAt > st.StartedAt {
+				t.Errorf("timestamps created=%d started=%d finished=%d", st.CreatedAt, st.StartedAt, st.FinishedAt)
+			}
+			wantPath := filepath.Join(sb.LogDirectory, tt.name, "0.log")
+			if st.LogPath != wantPath || st.Image.GetImage() != "busybox" || !strings.HasPrefix(st.ImageRef, "sha256:") {
+				t.Errorf("status log path %q image %v ref %q", st.LogPath, st.Image, st.ImageRef)
+			}
+			b, err := os.ReadFile(wantPath)
+			if err != nil {
+				t.Fatalf("read log: %v", err)
+			}
+			lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+			if len(tt.wantLogs) == 0 {
+				return
+			}
+			if len(lines) != len(tt.wantLogs) {
+				t.Fatalf("log = %q, want %d lines", b, len(tt.wantLogs))
+			}
+			// stdout and stderr are copied concurrently: match as a set.
+			for _, re := range tt.wantLogs {
+				found := false
+				for _, l := range lines {
+					found = found || regexp.MustCompile(re).MatchString(l)
+				}
+				if !found {
+					t.Errorf("no log line matches %s in %q", re, b)
+				}
+			}
+			ts, _, _ := strings.Cut(lines[0], " ")
+			if _, err := time.Parse(time.RFC3339Nano, ts); err != nil {
+				t.Errorf("log timestamp %q: %v", ts, err)
+			}
+		})
+	}
+}
+
+func TestStopContainerEscalatesToKill(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("stop", nil)
+	id := e.run(sbID, sb, containerConfig("stubborn", nil, "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"))
+	eventually(t, 5*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(sb.LogDirectory, "stubborn", "0.log"))
+		if err != nil || !strings.Contains(string(b), "ready") {
+			return errors.New("container has not trapped TERM yet")
+		}
+		return nil
+	})
+	start := time.Now()
+	if err := e.c.StopContainer(ctx(t), id, 1); err != nil {
+		t.Fatalf("StopContainer: %v", err)
+	}
+	elapsed := time.Since(start)
+	if elapsed < 900*time.Millisecond || elapsed > 5*time.Second {
+		t.Errorf("StopContainer took %v, want about 1s", elapsed)
+	}
+	st := e.status(id)
+	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 137 || st.Reason != "Error" {
+		t.Errorf("after stop: %s %d %q, want EXITED 137 Error", st.State, st.ExitCode, st.Reason)
+	}
+	// Stopping an exited container is fine; stopping an unknown one is not.
+	if err := e.c.StopContainer(ctx(t), id, 1); err != nil {
+		t.Errorf("StopContainer on an exited container: %v", err)
+	}
+	if err := e.c.StopContainer(ctx(t), "nope", 1); !cri.IsNotFound(err) {
+		t.Errorf("StopContainer unknown = %v, want NotFound", err)
+	}
+}
+
+func TestStopContainerPolite(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("polite", nil)
+	id := e.run(sbID, sb, containerConfig("sleeper", nil, "sleep", "30"))
+	start := time.Now()
+	if err := e.c.StopContainer(ctx(t), id, 10); err != nil {
+		t.Fatalf("StopContainer: %v", err)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("StopContainer of a TERM-obeying process took %v", elapsed)
+	}
+	if st := e.status(id); st.ExitCode != 128+15 || st.Reason != "Error" {
+		t.Errorf("after TERM: %d %q, want 143 Error", st.ExitCode, st.Reason)
+	}
+}
+
+func TestMissingBinaryIsStartError(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("missing", nil)
+	for _, cmd := range []string{"/nonexistent/binary", "no-such-command-anywhere"} {
+		cfg := containerConfig("c"+filepath.Base(cmd), nil, cmd)
+		id := e.create(sbID, sb, cfg)
+		err := e.c.StartContainer(ctx(t), id)
+		if status.Code(err) != codes.Unknown {
+			t.Errorf("StartContainer %s = %v, want code Unknown", cmd, err)
+		}
+		st := e.status(id)
+		if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 128 || st.Reason != "StartError" || st.Message == "" {
+			t.Errorf("%s: %s %d %q %q, want EXITED 128 StartError with a message", cmd, st.State, st.ExitCode, st.Reason, st.Message)
+		}
+	}
+}
+
+func TestExecSync(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("exec", nil)
+	cfg := containerConfig("sleeper", nil, "sleep", "30")
+	cfg.WorkingDir = t.TempDir()
+	id := e.run(sbID, sb, cfg)
+
+	out, _, err := e.c.ExecSync(ctx(t), id, []string{"sh", "-c", "echo $GREETING; pwd"}, 5*time.Second)
+	if err != nil || string(out) != "hello\n"+cfg.WorkingDir+"\n" {
+		t.Errorf("ExecSync env/dir = %q, %v", out, err)
+	}
+	out, errOut, err := e.c.ExecSync(ctx(t), id, []string{"sh", "-c", "echo out; echo err >&2; exit 5"}, 5*time.Second)
+	var exitErr *cri.ExitError
+	if !errors.As(err, &exitErr) || exitErr.Code != 5 || string(out) != "out\n" || string(errOut) != "err\n" {
+		t.Errorf("ExecSync exit 5 = %q, %q, %v", out, errOut, err)
+	}
+	start := time.Now()
+	_, _, err = e.c.ExecSync(ctx(t), id, []string{"sleep", "20"}, time.Second)
+	if !cri.IsDeadlineExceeded(err) || time.Since(start) > 5*time.Second {
+		t.Errorf("ExecSync timeout = %v after %v, want DeadlineExceeded after ~1s", err, time.Since(start))
+	}
+	if _, _, err := e.c.ExecSync(ctx(t), id, []string{"no-such-command-anywhere"}, time.Second); err == nil || errors.As(err, &exitErr) {
+		t.Errorf("ExecSync of a missing command = %v, want a runtime error", err)
+	}
+}
+
+func TestRemove(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("remove", nil)
+	id := e.run(sbID, sb, containerConfig("sleeper", nil, "sleep", "30"))
+	pid, _ := e.pids(id)
+	if err := e.c.RemoveContainer(ctx(t), id); err != nil {
+		t.Fatalf("RemoveContainer of a running container: %v", err)
+	}
+	if len(groupMembers(pid)) != 0 {
+		t.Errorf("process group %d survived RemoveContainer", pid)
+	}
+	if _, err := e.c.ContainerStatus(ctx(t), id, false); !cri.IsNotFound(err) {
+		t.Errorf("ContainerStatus after remove = %v, want NotFound", err)
+	}
+	if err := e.c.RemoveContainer(ctx(t), id); err != nil {
+		t.Errorf("RemoveContainer twice: %v", err)
+	}
+
+	id2 := e.run(sbID, sb, containerConfig("second", nil, "sleep", "30"))
+	if err := e.c.StopPodSandbox(ctx(t), sbID); err != nil {
+		t.Fatalf("StopPodSandbox: %v", err)
+	}
+	if st := e.status(id2); st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Errorf("container after StopPodSandbox is %s", st.State)
+	}
+	resp, err := e.c.PodSandboxStatus(ctx(t), sbID, false)
+	if err != nil || resp.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Fatalf("PodSandboxStatus after stop = %v, %v", resp, err)
+	}
+	if _, err := e.c.CreateContainer(ctx(t), sbID, containerConfig("late", nil, "true"), sb); err == nil {
+		t.Error("CreateContainer in a stopped sandbox succeeded")
+	}
+	if err := e.c.RemovePodSandbox(ctx(t), sbID); err != nil {
+		t.Fatalf("RemovePodSandbox: %v", err)
+	}
+	if cs, _ := e.c.ListContainers(ctx(t), nil); len(cs) != 0 {
+		t.Errorf("containers left after RemovePodSandbox: %v", cs)
+	}
+	if _, err := os.Stat(filepath.Join(sb.LogDirectory, "second", "0.log")); err != nil {
+		t.Errorf("RemovePodSandbox must keep logs: %v", err)
+	}
+	if err := e.c.RemovePodSandbox(ctx(t), sbID); err != nil {
+		t.Errorf("RemovePodSandbox twice: %v", err)
+	}
+}
+
+func TestCreateValidation(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("valid", nil)
+	noCmd := containerConfig("nocmd", nil, "x")
+	noCmd.Command = nil
+	noImage := containerConfig("noimage", nil, "true")
+	noImage.Image = nil
+	tests := []struct {
+		name      string
+		sandboxID string
+		cfg       *runtimeapi.ContainerConfig
+		code      codes.Code
+		field     string
+	}{
+		{"no command", sbID, noCmd, codes.InvalidArgument, "command"},
+		{"no image", sbID, noImage, codes.InvalidArgument, "image"},
+		{"no metadata", sbID, &runtimeapi.ContainerConfig{}, codes.InvalidArgument, "metadata.name"},
+		{"unknown sandbox", "nope", containerConfig("x", nil, "true"), codes.NotFound, "nope"},
+	}
+	for _, tt := range tests {
+		_, err := e.c.CreateContainer(ctx(t), tt.sandboxID, tt.cfg, sb)
+		if status.Code(err) != tt.code || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("%s: %v, want %v naming %q", tt.name, err, tt.code, tt.field)
+		}
+	}
+	e.create(sbID, sb, containerConfig("dup", nil, "true"))
+	if _, err := e.c.CreateContainer(ctx(t), sbID, containerConfig("dup", nil, "true"), sb); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("duplicate name: %v, want AlreadyExists", err)
+	}
+}
