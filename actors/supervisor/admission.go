@@ -1,0 +1,147 @@
+package supervisor
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Reasons a pod is rejected at admission (the kubelet's).
+const (
+	ReasonOutOfPods    = "OutOfpods"
+	ReasonNodePorts    = "NodePorts"
+	ReasonNodeAffinity = "NodeAffinity"
+	reasonOutOfPrefix  = "OutOf" // + resource name: OutOfcpu, OutOfmemory
+)
+
+// node is what admission checks a pod against.
+type node struct {
+	labels      map[string]string
+	allocatable v1.ResourceList // nil: not checked
+	maxPods     int
+}
+
+// rejection says why a pod was refused.
+type rejection struct {
+	Reason  string
+	Message string
+}
+
+// admit checks pod against the node given the pods already admitted and
+// still active. It returns nil when the pod may run.
+func admit(n node, pod *v1.Pod, active []*v1.Pod) *rejection {
+	if len(active)+1 > n.maxPods {
+		return &rejection{ReasonOutOfPods, fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(active), n.maxPods)}
+	}
+	if n.allocatable != nil {
+		used := v1.ResourceList{}
+		for _, p := range active {
+			addTo(used, podRequests(p))
+		}
+		req := podRequests(pod)
+		names := make([]string, 0, len(req))
+		for name := range req {
+			names = append(names, string(name))
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			r := req[v1.ResourceName(name)]
+			if r.IsZero() {
+				continue
+			}
+			capacity := n.allocatable[v1.ResourceName(name)]
+			total := used[v1.ResourceName(name)]
+			total.Add(r)
+			if total.Cmp(capacity) > 0 {
+				u := used[v1.ResourceName(name)]
+				return &rejection{reasonOutOfPrefix + name, fmt.Sprintf("Node didn't have enough resource: %s, requested: %s, used: %s, capacity: %s",
+					name, r.String(), u.String(), capacity.String())}
+			}
+		}
+	}
+	if conflicts := portConflicts(pod, active); len(conflicts) > 0 {
+		return &rejection{ReasonNodePorts, "Node didn't have free ports for the requested pod ports: " + strings.Join(conflicts, ", ")}
+	}
+	for k, v := range pod.Spec.NodeSelector {
+		if got, ok := n.labels[k]; !ok || got != v {
+			return &rejection{ReasonNodeAffinity, fmt.Sprintf("Predicate NodeAffinity failed: node label %s=%q does not match the pod's node selector %s=%q", k, got, k, v)}
+		}
+	}
+	return nil
+}
+
+// podRequests is the pod's effective request: the larger of the sum of its
+// containers' requests and any one init container's, plus its overhead.
+func podRequests(p *v1.Pod) v1.ResourceList {
+	out := v1.ResourceList{}
+	for _, c := range p.Spec.Containers {
+		addTo(out, c.Resources.Requests)
+	}
+	for _, c := range p.Spec.InitContainers {
+		for name, q := range c.Resources.Requests {
+			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+				out[name] = q.DeepCopy()
+			}
+		}
+	}
+	addTo(out, p.Spec.Overhead)
+	return out
+}
+
+func addTo(dst, src v1.ResourceList) {
+	for name, q := range src {
+		cur, ok := dst[name]
+		if !ok {
+			dst[name] = q.DeepCopy()
+			continue
+		}
+		cur.Add(q)
+		dst[name] = cur
+	}
+}
+
+// hostPort is one host port binding; an empty or 0.0.0.0 IP binds all.
+type hostPort struct {
+	ip       string
+	protocol v1.Protocol
+	port     int32
+}
+
+func hostPorts(p *v1.Pod) []hostPort {
+	var out []hostPort
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.HostPort <= 0 {
+				continue
+			}
+			proto := cp.Protocol
+			if proto == "" {
+				proto = v1.ProtocolTCP
+			}
+			ip := cp.HostIP
+			if ip == "" {
+				ip = "0.0.0.0"
+			}
+			out = append(out, hostPort{ip, proto, cp.HostPort})
+		}
+	}
+	return out
+}
+
+// portConflicts lists the pod's host ports already taken by active pods.
+func portConflicts(pod *v1.Pod, active []*v1.Pod) []string {
+	var out []string
+	want := hostPorts(pod)
+	for _, p := range active {
+		for _, used := range hostPorts(p) {
+			for _, w := range want {
+				if w.port == used.port && w.protocol == used.protocol && (w.ip == used.ip || w.ip == "0.0.0.0" || used.ip == "0.0.0.0") {
+					out = append(out, fmt.Sprintf("%s/%s:%d", w.protocol, w.ip, w.port))
+				}
+			}
+		}
+	}
+	return out
+}
