@@ -45,6 +45,14 @@ type publisher interface {
 	Publish(ctx context.Context, subject string, payload []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
 }
 
+// EventRecorder is the interface components record events through (the
+// file source, the mux, the pod actors); Recorder implements it.
+type EventRecorder interface {
+	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
+}
+
+var _ EventRecorder = &Recorder{}
+
 // Option tunes a Recorder.
 type Option func(*Recorder)
 

@@ -32,6 +32,15 @@ const (
 	maxRetry     = 5 * time.Second
 )
 
+// Sink is what the status actor publishes through. Both methods must
+// return at once.
+type Sink interface {
+	PodStatusChanged(messages.PodStatusChanged)
+	PodStatusRemoved(pod *v1.Pod)
+}
+
+var _ Sink = &StatusPublisher{}
+
 // StatusConfig configures a StatusPublisher.
 type StatusConfig struct {
 	JS       jetstream.JetStream
