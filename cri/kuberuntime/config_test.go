@@ -1,0 +1,233 @@
+package kuberuntime
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestSandboxConfig(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	pod.Annotations = map[string]string{"note": "x"}
+	pod.Spec.Hostname = "custom"
+	pod.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolUDP}}
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}}
+	ndots := "2"
+	pod.Spec.DNSConfig = &v1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}, Searches: []string{"svc.local"}, Options: []v1.PodDNSConfigOption{{Name: "ndots", Value: &ndots}}}
+
+	cfg, err := e.m.sandboxConfig(pod, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := cfg.Metadata
+	if md.Name != "web" || md.Namespace != "default" || md.Uid != "web-uid" || md.Attempt != 3 {
+		t.Errorf("metadata = %+v", md)
+	}
+	for k, v := range map[string]string{LabelPodName: "web", LabelPodNamespace: "default", LabelPodUID: "web-uid", "app": "web"} {
+		if cfg.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, cfg.Labels[k], v)
+		}
+	}
+	if cfg.Annotations["note"] != "x" {
+		t.Errorf("annotations = %v", cfg.Annotations)
+	}
+	if want := filepath.Join(e.m.opts.PodLogsDir, "default_web_web-uid"); cfg.LogDirectory != want {
+		t.Errorf("log dir = %q, want %q", cfg.LogDirectory, want)
+	}
+	if cfg.Hostname != "custom" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_POD {
+		t.Errorf("hostname %q network %s", cfg.Hostname, cfg.Linux.SecurityContext.NamespaceOptions.Network)
+	}
+	if pm := cfg.PortMappings; len(pm) != 1 || pm[0].ContainerPort != 80 || pm[0].HostPort != 8080 || pm[0].Protocol != runtimeapi.Protocol_UDP {
+		t.Errorf("port mappings = %v", pm)
+	}
+	if cfg.Linux.Sysctls["net.core.somaxconn"] != "1024" || cfg.Linux.CgroupParent != "" {
+		t.Errorf("sysctls %v cgroup parent %q", cfg.Linux.Sysctls, cfg.Linux.CgroupParent)
+	}
+	if d := cfg.DnsConfig; d == nil || d.Servers[0] != "1.1.1.1" || d.Searches[0] != "svc.local" || d.Options[0] != "ndots:2" {
+		t.Errorf("dns = %v", d)
+	}
+
+	pod.Spec.HostNetwork = true
+	cfg, _ = e.m.sandboxConfig(pod, 0)
+	if cfg.Hostname != "" || cfg.Linux.SecurityContext.NamespaceOptions.Network != runtimeapi.NamespaceMode_NODE {
+		t.Errorf("host network: hostname %q network %s, want none and NODE", cfg.Hostname, cfg.Linux.SecurityContext.NamespaceOptions.Network)
+	}
+
+	if _, err := e.m.sandboxConfig(&v1.Pod{}, 0); err == nil {
+		t.Error("pod without a name: no error")
+	}
+}
+
+func TestContainerConfig(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	grace := int64(45)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "data", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/srv/data"}}},
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+	}
+	user, priv, ro := int64(1000), true, true
+	c := &pod.Spec.Containers[0]
+	c.Command = []string{"/bin/sh", "-c"}
+	c.Args = []string{"echo $(GREETING) $(MISSING) $$(ESCAPED)"}
+	c.WorkingDir = "/work"
+	c.TerminationMessagePath = "/dev/termination-log"
+	c.Env = []v1.EnvVar{
+		{Name: "NAME", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "NS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+		{Name: "UID", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+		{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "HOST_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+		{Name: "NODE", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+		{Name: "GREETING", Value: "hello $(NAME)"},
+	}
+	c.Resources = v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+	c.VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true}, {Name: "scratch", MountPath: "/tmp"}}
+	c.SecurityContext = &v1.SecurityContext{RunAsUser: &user, Privileged: &priv, ReadOnlyRootFilesystem: &ro}
+	c.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"stop"}}}}
+
+	cfg, err := e.m.containerConfig(pod, c, 2, []string{"10.1.0.5"}, "sha256:abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Metadata.Name != "app" || cfg.Metadata.Attempt != 2 || cfg.Image.Image != "sha256:abc" {
+		t.Errorf("metadata %v image %v", cfg.Metadata, cfg.Image)
+	}
+	if cfg.LogPath != filepath.Join("app", "2.log") {
+		t.Errorf("log path = %q", cfg.LogPath)
+	}
+	if cfg.Labels[LabelContainerName] != "app" || cfg.Labels[LabelPodUID] != "web-uid" || cfg.Labels["app"] != "web" {
+		t.Errorf("labels = %v", cfg.Labels)
+	}
+	wantAnn := map[string]string{
+		AnnotationContainerHash:          strconv.FormatUint(hashContainer(c), 16),
+		AnnotationRestartCount:           "2",
+		AnnotationTerminationMessagePath: "/dev/termination-log",
+		AnnotationTerminationGracePeriod: "45",
+	}
+	for k, v := range wantAnn {
+		if cfg.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, cfg.Annotations[k], v)
+		}
+	}
+	if info := parseContainerInfo(cfg.Labels, cfg.Annotations); info.preStop == nil || info.preStop.Exec.Command[0] != "stop" || info.restartCount != 2 {
+		t.Errorf("annotations do not round-trip: %+v", info)
+	}
+	env := map[string]string{}
+	for _, kv := range cfg.Envs {
+		env[kv.Key] = string(kv.Value)
+	}
+	wantEnv := map[string]string{"NAME": "web", "NS": "default", "UID": "web-uid", "POD_IP": "10.1.0.5", "HOST_IP": "10.0.0.1", "NODE": "node-1", "GREETING": "hello web"}
+	for k, v := range wantEnv {
+		if env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+	if cfg.Args[0] != "echo hello web $(MISSING) $(ESCAPED)" || cfg.WorkingDir != "/work" {
+		t.Errorf("args %q workdir %q", cfg.Args, cfg.WorkingDir)
+	}
+	r := cfg.Linux.Resources
+	if r.CpuShares != 256 || r.CpuQuota != 50000 || r.CpuPeriod != 100000 || r.MemoryLimitInBytes != 64<<20 {
+		t.Errorf("resources = %v", r)
+	}
+	sc := cfg.Linux.SecurityContext
+	if sc.RunAsUser.GetValue() != 1000 || !sc.Privileged || !sc.ReadonlyRootfs {
+		t.Errorf("security context = %v", sc)
+	}
+	if len(cfg.Mounts) != 2 || cfg.Mounts[0].HostPath != "/srv/data" || !cfg.Mounts[0].Readonly {
+		t.Fatalf("mounts = %v", cfg.Mounts)
+	}
+	wantDir := filepath.Join(e.m.opts.PodsDir, "web-uid", "volumes", "emptydir", "scratch")
+	if cfg.Mounts[1].HostPath != wantDir {
+		t.Errorf("emptyDir host path = %q, want %q", cfg.Mounts[1].HostPath, wantDir)
+	}
+	if fi, err := os.Stat(wantDir); err != nil || !fi.IsDir() {
+		t.Errorf("emptyDir not created: %v", err)
+	}
+}
+
+func TestContainerConfigErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(p *v1.Pod)
+	}{
+		{"mount of a missing volume", func(p *v1.Pod) {
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "nope", MountPath: "/x"}}
+		}},
+		{"unsupported volume type", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "cm", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "cm", MountPath: "/x"}}
+		}},
+		{"subPath escaping the volume", func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "s", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "s", MountPath: "/x", SubPath: "../../etc"}}
+		}},
+		{"unsupported fieldRef", func(p *v1.Pod) {
+			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.bogus"}}}}
+		}},
+		{"secret env", func(p *v1.Pod) {
+			p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{Key: "k"}}}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			pod := newPod("web", "app")
+			tt.mutate(pod)
+			if _, err := e.m.containerConfig(pod, &pod.Spec.Containers[0], 0, nil, "img"); err == nil {
+				t.Error("no error")
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}
+
+func TestHashContainerStable(t *testing.T) {
+	a := v1.Container{Name: "a", Image: "x:1", Env: []v1.EnvVar{{Name: "K", Value: "V"}}}
+	b := a
+	if hashContainer(&a) != hashContainer(&b) {
+		t.Error("equal specs hash differently")
+	}
+	b.Image = "x:2"
+	if hashContainer(&a) == hashContainer(&b) {
+		t.Error("image change did not change the hash")
+	}
+	c := a
+	c.ReadinessProbe = &v1.Probe{PeriodSeconds: 5}
+	if hashContainer(&a) != hashContainer(&c) {
+		t.Error("a probe change changed the hash")
+	}
+}
+
+func TestPullPolicyDefault(t *testing.T) {
+	for image, want := range map[string]v1.PullPolicy{
+		"busybox": v1.PullAlways, "busybox:latest": v1.PullAlways, "busybox:1.36": v1.PullIfNotPresent,
+		"localhost:5000/app": v1.PullAlways, "localhost:5000/app:v2": v1.PullIfNotPresent, "app@sha256:abc": v1.PullIfNotPresent,
+	} {
+		if got := pullPolicy(&v1.Container{Image: image}); got != want {
+			t.Errorf("%s: %s, want %s", image, got, want)
+		}
+	}
+}
+
+func TestExpand(t *testing.T) {
+	defined := map[string]string{"A": "1", "B": "two"}
+	for in, want := range map[string]string{
+		"$(A)-$(B)": "1-two", "$(C)": "$(C)", "$$(A)": "$(A)", "$(A": "$(A", "cost $5": "cost $5", "": "",
+	} {
+		if got := expand(in, defined); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
