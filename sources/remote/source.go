@@ -1,0 +1,238 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/sources/bus"
+)
+
+// Re-watch back-off after a failed or lost watch.
+const (
+	rewatchBase = 100 * time.Millisecond
+	rewatchMax  = 5 * time.Second
+)
+
+var (
+	errWatchClosed = errors.New("desired pods watcher closed")
+	errResync      = errors.New("reconnected to NATS, re-watching desired pods")
+)
+
+// Source delivers the desired pods of one node from the bus.
+type Source struct {
+	cfg    Config
+	kv     jetstream.KeyValue // bus.DesiredBucket
+	status jetstream.KeyValue // bus.StatusBucket
+
+	cancel     context.CancelFunc
+	done       chan struct{}
+	resync     chan struct{}
+	unregister func()
+	stopOnce   sync.Once
+
+	// Owned by the run goroutine.
+	delivered map[string]*v1.Pod // key → pod last delivered
+	revs      map[string]uint64  // key → last revision applied (tombstones too)
+	rejected  map[string]bool    // keys whose latest value was rejected
+	sentSet   bool
+}
+
+// Start opens the buckets and starts watching. The first update is a SET
+// of every desired pod of this node (possibly none). The source runs until
+// Stop is called or ctx is canceled.
+func Start(ctx context.Context, cfg Config) (*Source, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	kv, err := cfg.Conn.JS.KeyValue(ctx, bus.DesiredBucket)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", bus.DesiredBucket, err)
+	}
+	status, err := cfg.Conn.JS.KeyValue(ctx, bus.StatusBucket)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", bus.StatusBucket, err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	s := &Source{
+		cfg:       cfg,
+		kv:        kv,
+		status:    status,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		resync:    make(chan struct{}, 1),
+		delivered: map[string]*v1.Pod{},
+		revs:      map[string]uint64{},
+		rejected:  map[string]bool{},
+	}
+	s.unregister = cfg.Conn.OnReconnect(func() {
+		select {
+		case s.resync <- struct{}{}:
+		default:
+		}
+	})
+	go s.run(runCtx)
+	return s, nil
+}
+
+// Stop ends the watch and waits for it; Out is not called afterwards.
+func (s *Source) Stop() {
+	s.stopOnce.Do(func() {
+		s.unregister()
+		s.cancel()
+		<-s.done
+	})
+}
+
+func (s *Source) run(ctx context.Context) {
+	defer close(s.done)
+	backoff := rewatchBase
+	for {
+		synced, err := s.watch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if synced {
+			backoff = rewatchBase
+		}
+		if errors.Is(err, errResync) {
+			klog.V(2).InfoS("Re-watching desired pods after reconnect", "node", s.cfg.NodeName)
+			continue
+		}
+		klog.ErrorS(err, "Watching desired pods failed, retrying", "node", s.cfg.NodeName, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.cfg.Clock.After(backoff):
+		case <-s.resync:
+		}
+		backoff = min(backoff*2, rewatchMax)
+	}
+}
+
+// watch runs one watcher: initial values, then changes, until the watcher
+// ends, a reconnect asks for a fresh one, or ctx ends. synced says whether
+// the initial values were applied.
+func (s *Source) watch(ctx context.Context) (synced bool, err error) {
+	select { // a fresh watcher makes a pending resync moot
+	case <-s.resync:
+	default:
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	filters := []string{bus.DesiredNodeWatch(s.cfg.NodeName), bus.DesiredFleetWatch}
+	w, err := s.kv.WatchFiltered(wctx, filters)
+	if err != nil {
+		return false, fmt.Errorf("watch %s %v: %w", bus.DesiredBucket, filters, err)
+	}
+	defer func() {
+		_ = w.Stop()
+		go func() { // unblock the watcher's delivery callback until it closes
+			for range w.Updates() {
+			}
+		}()
+	}()
+
+	initial := map[string]jetstream.KeyValueEntry{}
+	for initDone := false; !initDone; {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return false, errWatchClosed
+			}
+			if e == nil {
+				initDone = true
+				break
+			}
+			initial[e.Key()] = e
+		case <-s.resync:
+			return false, errResync
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	s.applyInitial(ctx, initial)
+
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return true, errWatchClosed
+			}
+			if e != nil {
+				s.apply(ctx, e)
+			}
+		case <-s.resync:
+			return true, errResync
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+	}
+}
+
+// applyInitial applies a watcher's initial values. The first time they
+// become one SET; after a re-watch they are diffed against what was
+// delivered, and pods whose keys are gone are removed.
+func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.KeyValueEntry) {
+	keys := make([]string, 0, len(initial))
+	for k := range initial {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+
+	first := !s.sentSet
+	for _, k := range keys {
+		op, pod, ok := s.transition(ctx, initial[k])
+		if ok && !first {
+			s.send(op, pod)
+		}
+	}
+	var gone []string
+	for k := range s.delivered {
+		if e, ok := initial[k]; !ok || isDeletion(e) {
+			gone = append(gone, k)
+		}
+	}
+	sort.Strings(gone)
+	for _, k := range gone {
+		pod := s.delivered[k]
+		delete(s.delivered, k)
+		s.send(messages.OpRemove, pod)
+	}
+	if !first {
+		return
+	}
+	s.sentSet = true
+	pods := make([]*v1.Pod, 0, len(s.delivered))
+	for _, k := range keys {
+		if pod, ok := s.delivered[k]; ok {
+			pods = append(pods, pod.DeepCopy())
+		}
+	}
+	klog.InfoS("Desired pods loaded", "node", s.cfg.NodeName, "pods", len(pods), "keys", len(keys))
+	s.cfg.Out(messages.PodUpdate{Op: messages.OpSet, Pods: pods, Source: messages.SourceRemote})
+}
+
+// apply handles one change after the initial values.
+func (s *Source) apply(ctx context.Context, e jetstream.KeyValueEntry) {
+	if op, pod, ok := s.transition(ctx, e); ok {
+		s.send(op, pod)
+	}
+}
+
+func (s *Source) send(op messages.Op, pod *v1.Pod) {
+	klog.V(2).InfoS("Desired pod changed", "op", op, "pod", klog.KObj(pod), "podUID", pod.UID)
+	s.cfg.Out(messages.PodUpdate{Op: op, Pods: []*v1.Pod{pod.DeepCopy()}, Source: messages.SourceRemote})
+}
+
+func isDeletion(e jetstream.KeyValueEntry) bool {
+	return e.Operation() == jetstream.KeyValueDelete || e.Operation() == jetstream.KeyValuePurge
+}
