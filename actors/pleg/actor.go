@@ -166,11 +166,13 @@ func (p *plegActor) send(msg interface{}) {
 	p.root.Send(p.self, msg)
 }
 
-// onTick checks health, polls the runtime and relists when one is due.
+// onTick checks health, polls the runtime and relists when one is due: at
+// every tick while relisting, once per period (give or take half a tick, as
+// ticks and relist starts do not line up exactly) while evented.
 func (p *plegActor) onTick(ctx actor.Context, period time.Duration) {
 	p.checkHealth(ctx)
 	p.startRuntimeStatus()
-	if p.cfg.Clock.Since(p.lastRelistStart) >= period {
+	if period <= p.cfg.RelistPeriod || p.cfg.Clock.Since(p.lastRelistStart)+p.cfg.RelistPeriod/2 >= period {
 		p.startRelist()
 	}
 }

@@ -275,3 +275,18 @@ func TestRuntimeReadiness(t *testing.T) {
 		})
 	}
 }
+
+func TestSubSecondRelistPeriodWithRealClock(t *testing.T) {
+	cfg, fake, lister, _ := newTestConfig()
+	cfg.Clock = nil // real time
+	cfg.Cache = NewCache(nil)
+	cfg.RelistPeriod = 20 * time.Millisecond
+	fake.SetFakeContainers([]*critesting.FakeContainer{fakeContainer("u1", "c1", runtimeapi.ContainerState_CONTAINER_RUNNING)})
+	rec := spawnPLEG(t, cfg)
+
+	eventually(t, wait, "several relists", func() bool { return lister.calls() >= 5 })
+	fake.SetFakeContainers([]*critesting.FakeContainer{fakeContainer("u1", "c1", runtimeapi.ContainerState_CONTAINER_EXITED)})
+	eventually(t, wait, "ContainerDied", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerDied, ContainerID: "c1"})
+	})
+}
