@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/klog/v2"
@@ -127,8 +128,7 @@ func (p *plegActor) start(ctx actor.Context) {
 	p.self = ctx.Self()
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.done = make(chan struct{})
-	now := p.cfg.Clock.Now()
-	p.lastSuccess = now
+	p.lastSuccess = p.cfg.Clock.Now()
 
 	ticker := p.cfg.Clock.NewTicker(p.cfg.RelistPeriod)
 	go func() {
@@ -286,7 +286,7 @@ func (p *plegActor) onStreamEnded(ctx actor.Context, e streamEnded) {
 	p.behavior.Become(p.relisting)
 
 	switch {
-	case isUnimplemented(e.err):
+	case cri.IsUnimplemented(e.err):
 		p.streamDisabled = true
 		klog.InfoS("Container runtime does not stream container events, staying on relisting", "relistPeriod", p.cfg.RelistPeriod)
 		if wasEvented {

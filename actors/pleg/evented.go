@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/actorlet/actorlet/messages"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -34,12 +32,6 @@ type (
 	}
 	streamRetry struct{ gen int }
 )
-
-// isUnimplemented reports whether the runtime does not offer the call
-// (containerd 1.6 and GetContainerEvents).
-func isUnimplemented(err error) bool {
-	return status.Code(err) == codes.Unimplemented
-}
 
 // watchEvents runs one container event stream until it ends or ctx is
 // canceled. Every event refreshes its pod in the cache before it is turned
