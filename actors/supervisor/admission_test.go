@@ -1,0 +1,69 @@
+package supervisor
+
+import (
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestAdmitRejectsEachReason(t *testing.T) {
+	n := node{labels: map[string]string{"zone": "a"}, maxPods: 3, allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}}
+	running := []*v1.Pod{withHostPort(withRequests(newPod("r1", "r1", 1), "1500m", "512Mi"), 8080)}
+	selector := newPod("p", "p", 1)
+	selector.Spec.NodeSelector = map[string]string{"zone": "b"}
+	initHeavy := newPod("p", "p", 1)
+	initHeavy.Spec.InitContainers = []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}}
+	cases := []struct {
+		name   string
+		pod    *v1.Pod
+		active []*v1.Pod
+		want   string
+	}{
+		{"fits", withRequests(newPod("p", "p", 1), "500m", "256Mi"), running, ""},
+		{"cpu", withRequests(newPod("p", "p", 1), "600m", "1Mi"), running, "OutOfcpu"},
+		{"memory", withRequests(newPod("p", "p", 1), "100m", "600Mi"), running, "OutOfmemory"},
+		{"init container counts", initHeavy, running, "OutOfcpu"},
+		{"pods", newPod("p", "p", 1), []*v1.Pod{newPod("a", "a", 1), newPod("b", "b", 1), newPod("c", "c", 1)}, ReasonOutOfPods},
+		{"host port taken", withHostPort(newPod("p", "p", 1), 8080), running, ReasonNodePorts},
+		{"other host port free", withHostPort(newPod("p", "p", 1), 8081), running, ""},
+		{"node selector", selector, nil, ReasonNodeAffinity},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := admit(n, tc.pod, tc.active)
+			switch {
+			case tc.want == "" && r != nil:
+				t.Fatalf("rejected: %+v", r)
+			case tc.want != "" && (r == nil || r.Reason != tc.want || r.Message == ""):
+				t.Fatalf("admit = %+v, want reason %s with a message", r, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "Runtime") {
+		t.Fatalf("Validate() = %v, want an error naming Runtime", err)
+	}
+}
+
+func TestKlogMessagesAreCapitalisedWithoutPeriod(t *testing.T) {
+	for in, want := range map[string]string{"actor restarted.": "Actor restarted", "": "Actor system event", "Started": "Started"} {
+		if got := capitalise(in); got != want {
+			t.Fatalf("capitalise(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRestartBackoffIsExponentialAndCapped(t *testing.T) {
+	s := &restartStrategy{backoff: 100e6, maxBackoff: 1e9}
+	want := []int64{100e6, 200e6, 400e6, 800e6, 1e9, 1e9}
+	for i, w := range want {
+		if got := s.delay(i + 1); int64(got) != w {
+			t.Fatalf("delay(%d) = %v, want %v", i+1, got, w)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package supervisor
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/actorlet/actorlet/actors/podactor/fake"
+	"github.com/actorlet/actorlet/messages"
+)
+
+// recorder stands in for the status and prober children.
+type recorder struct {
+	mu  sync.Mutex
+	got []any
+}
+
+func (r *recorder) props() *actor.Props {
+	return actor.PropsFromFunc(func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case *actor.Started, *actor.Stopping, *actor.Stopped:
+			return
+		}
+		r.mu.Lock()
+		r.got = append(r.got, ctx.Message())
+		r.mu.Unlock()
+	})
+}
+
+func recorded[T any](r *recorder) []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []T
+	for _, m := range r.got {
+		if v, ok := m.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// harness runs a supervisor with real pod actors on a fake runtime.
+type harness struct {
+	t      *testing.T
+	sys    *actor.ActorSystem
+	clock  *clocktesting.FakeClock
+	rt     *fake.Runtime
+	cache  *fake.Cache
+	status *recorder
+	prober *recorder
+	pid    *actor.PID
+}
+
+func newHarness(t *testing.T, tweak func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, sys: NewQuietActorSystem(), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
+		rt: fake.NewRuntime(), cache: fake.NewCache(), status: &recorder{}, prober: &recorder{}}
+	cfg := Config{Runtime: h.rt, Cache: h.cache, Clock: h.clock, NodeName: "node-1",
+		NodeLabels: map[string]string{"zone": "a"},
+		Children:   Children{Status: h.status.props, Prober: h.prober.props}}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	pid, err := h.sys.Root.SpawnNamed(Props(cfg), "supervisor")
+	if err != nil {
+		t.Fatalf("spawn supervisor: %v", err)
+	}
+	h.pid = pid
+	t.Cleanup(func() {
+		_ = h.sys.Root.StopFuture(pid).Wait()
+		h.sys.Shutdown()
+	})
+	eventually(t, "tickers registered", func() bool { return h.clock.Waiters() >= 2 })
+	return h
+}
+
+func (h *harness) send(m any) { h.sys.Root.Send(h.pid, m) }
+
+func (h *harness) ask(m any) any {
+	h.t.Helper()
+	res, err := h.sys.Root.RequestFuture(h.pid, m, 5*time.Second).Result()
+	if err != nil {
+		h.t.Fatalf("request %T: %v", m, err)
+	}
+	return res
+}
+
+func (h *harness) describe(uid types.UID) *messages.PodWorkerDescription {
+	h.t.Helper()
+	return h.ask(&messages.DescribePodWorker{UID: uid}).(*messages.PodWorkerDescription)
+}
+
+func (h *harness) lifecycle(uid types.UID) *messages.PodLifecycle {
+	h.t.Helper()
+	return h.ask(&messages.GetPodLifecycle{UID: uid}).(*messages.PodLifecycle)
+}
+
+// settle waits until the supervisor processed everything sent so far.
+func (h *harness) settle() { h.ask(&messages.GetNodeConditions{}) }
+
+// housekeep steps the clock by one housekeeping period and waits for the
+// pass (its runtime part ends with GC) to finish.
+func (h *harness) housekeep() {
+	h.t.Helper()
+	before := h.rt.Count(fake.OpGC)
+	h.clock.Step(2 * time.Second)
+	eventually(h.t, "housekeeping pass", func() bool { return h.rt.Count(fake.OpGC) > before })
+	h.settle()
+}
+
+func (h *harness) add(pods ...*v1.Pod) {
+	h.send(&messages.PodUpdate{Op: messages.OpAdd, Pods: pods, Source: messages.SourceRemote})
+}
+
+func (h *harness) syncsOf(uid types.UID) int {
+	n := 0
+	for _, c := range h.rt.Calls(fake.OpSyncPod) {
+		if c.UID == uid {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) killsOf(uid types.UID) []fake.Call {
+	var out []fake.Call
+	for _, c := range h.rt.Calls(fake.OpKillPod) {
+		if c.UID == uid {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// never checks cond stays false after the supervisor settled.
+func (h *harness) never(what string, cond func() bool) {
+	h.t.Helper()
+	h.settle()
+	for i := 0; i < 25; i++ {
+		if cond() {
+			h.t.Fatalf("unexpected: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func newPod(uid, name string, created int64) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: name, Namespace: "default",
+			CreationTimestamp: metav1.NewTime(time.Unix(created, 0))},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways,
+			Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+		Status: v1.PodStatus{Phase: v1.PodPending},
+	}
+}
+
+func withRequests(p *v1.Pod, cpu, mem string) *v1.Pod {
+	p.Spec.Containers[0].Resources.Requests = v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(mem)}
+	return p
+}
+
+func withHostPort(p *v1.Pod, port int32) *v1.Pod {
+	p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: port}}
+	return p
+}
+
+func static(p *v1.Pod) *v1.Pod {
+	p.Annotations = map[string]string{messages.ConfigSourceAnnotation: messages.SourceFile}
+	return p
+}
+
+func deletedPod(p *v1.Pod, grace int64) *v1.Pod {
+	cp := p.DeepCopy()
+	now := metav1.NewTime(time.Unix(2000, 0))
+	cp.DeletionTimestamp, cp.DeletionGracePeriodSeconds = &now, &grace
+	return cp
+}
+
+func int64p(v int64) *int64 { return &v }
+
+func finished(h *harness, uid types.UID) bool {
+	d := h.describe(uid)
+	return d.Found && d.WorkType == messages.TerminatedWork && !d.Working
+}

@@ -1,0 +1,112 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages"
+)
+
+// housekeepingDone is the result of a housekeeping pass's runtime calls.
+type housekeepingDone struct {
+	listed  bool
+	running []*cri.Pod
+	errs    []error
+}
+
+// housekeep purges finished workers, respawns failed ones and starts the
+// runtime part of the pass (cleanup, orphan listing, GC) in a goroutine.
+// Nothing is killed before sources are ready.
+func (s *supervisor) housekeep(ctx actor.Context) {
+	if s.housekeeping {
+		klog.V(4).InfoS("Housekeeping still running, skipping this tick")
+		return
+	}
+	var cleanup []types.UID
+	for uid, w := range s.workers {
+		switch {
+		case w.finished && !w.stopping:
+			klog.V(2).InfoS("Purging finished pod worker", "podUID", uid, "fullName", w.fullName)
+			w.stopping = true
+			ctx.Stop(w.pid)
+			s.tell(ctx, &messages.PodForgotten{UID: uid}, s.status, s.prober)
+			if s.pods[uid] == nil {
+				cleanup = append(cleanup, uid)
+			}
+		case w.failed && !s.cfg.Clock.Now().Before(w.failedAt.Add(s.cfg.WorkerRespawnDelay)):
+			s.respawn(ctx, w)
+		}
+	}
+	for name, props := range s.lostChildren {
+		delete(s.lostChildren, name)
+		pid := s.spawnChild(ctx, name, props)
+		switch name {
+		case "pleg":
+			s.pleg = pid
+		case "prober":
+			s.prober = pid
+		case "status":
+			s.status = pid
+		}
+	}
+	s.housekeeping = true
+	hctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	rt, list, self, root := s.cfg.Runtime, s.sourcesReady, ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		defer cancel()
+		res := &housekeepingDone{listed: list}
+		for _, uid := range cleanup {
+			if err := rt.CleanupPod(hctx, uid); err != nil {
+				res.errs = append(res.errs, fmt.Errorf("clean up pod %q: %w", uid, err))
+			}
+		}
+		if list {
+			pods, err := rt.GetPods(hctx, false)
+			if err != nil {
+				res.errs = append(res.errs, fmt.Errorf("list runtime pods: %w", err))
+				res.listed = false
+			}
+			res.running = pods
+		}
+		rt.GC()
+		root.Send(self, res)
+	}()
+}
+
+// housekeepingDone kills orphans: runtime pods no source wants and no worker
+// handles.
+func (s *supervisor) housekeepingDone(ctx actor.Context, m *housekeepingDone) {
+	s.housekeeping = false
+	s.housekept = true
+	for _, err := range m.errs {
+		klog.ErrorS(err, "Housekeeping failed")
+	}
+	if !m.listed || !s.sourcesReady {
+		return
+	}
+	for _, rp := range m.running {
+		if s.pods[rp.ID] != nil || s.workers[rp.ID] != nil {
+			continue
+		}
+		klog.InfoS("Killing orphaned pod no source wants", "pod", klog.KRef(rp.Namespace, rp.Name), "podUID", rp.ID)
+		s.dispatch(ctx, rp.ID, messages.SyncPod{UpdateType: messages.SyncPodKill, RunningPod: rp, StartTime: s.cfg.Clock.Now()})
+	}
+}
+
+// respawn starts a new actor for a worker supervision gave up on, replaying
+// the desired state.
+func (s *supervisor) respawn(ctx actor.Context, old *worker) {
+	nw := s.spawnWorker(ctx, old.uid, old.generation+1)
+	if nw == nil {
+		return
+	}
+	klog.InfoS("Respawning failed pod worker", "podUID", old.uid, "restarts", old.restarts)
+	u := s.desiredFor(old.uid).Update
+	ctx.Send(nw.pid, &u)
+}

@@ -1,0 +1,263 @@
+package supervisor
+
+import (
+	"context"
+
+	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages"
+)
+
+// desiredPod is a pod some source wants.
+type desiredPod struct {
+	pod      *v1.Pod
+	source   string
+	rejected bool // admission refused it: never run
+	done     bool // its worker finished and was purged: not run again
+	readded  bool // added again while its worker was stopping
+}
+
+// supervisor is the sync loop actor. Its fields are touched only from
+// Receive.
+type supervisor struct {
+	cfg  Config
+	node node
+
+	pods    map[types.UID]*desiredPod
+	workers map[types.UID]*worker
+	byPID   map[string]types.UID // pod actor PID id → UID
+	static  staticPods
+
+	sourcesReady   bool
+	housekept      bool // a housekeeping pass completed
+	housekeeping   bool // a housekeeping pass is in flight
+	cancel         context.CancelFunc
+	stopTicks      chan struct{}
+	runtimeReady   bool
+	runtimeMessage string
+	plegHealthy    bool
+	plegMessage    string
+
+	pleg, prober, status *actor.PID
+	lostChildren         map[string]func() *actor.Props // core children to respawn
+	invalid              error                          // Validate's verdict
+}
+
+// internal ticks.
+type (
+	syncTick         struct{}
+	housekeepingTick struct{}
+)
+
+// Props returns the props of the sync loop. A config that fails Validate
+// makes the actor log the error and stop at start.
+func Props(cfg Config) *actor.Props {
+	invalid := cfg.Validate()
+	cfg = cfg.withDefaults()
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &supervisor{
+			cfg: cfg, node: node{labels: cfg.NodeLabels, allocatable: cfg.Allocatable, maxPods: cfg.MaxPods},
+			pods: map[types.UID]*desiredPod{}, workers: map[types.UID]*worker{}, byPID: map[string]types.UID{},
+			static: newStaticPods(), plegHealthy: true, runtimeMessage: "runtime status not reported yet",
+			lostChildren: map[string]func() *actor.Props{}, cancel: func() {},
+			invalid: invalid,
+		}
+	}, actor.WithSupervisor(newRestartStrategy(cfg)))
+}
+
+// Receive is the sync loop's select.
+func (s *supervisor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.start(ctx)
+	case *actor.Stopping:
+		s.cancel()
+		if s.stopTicks != nil {
+			close(s.stopTicks)
+			s.stopTicks = nil
+		}
+	case *actor.Restarting:
+		s.cancel()
+		if s.stopTicks != nil {
+			close(s.stopTicks)
+			s.stopTicks = nil
+		}
+	case *actor.Terminated:
+		s.childTerminated(ctx, m.Who)
+	case *childFailed:
+		s.childFailed(m)
+
+	case *messages.PodUpdate:
+		s.podUpdate(ctx, m)
+	case *messages.SourcesReady:
+		if !s.sourcesReady {
+			klog.InfoS("All pod sources are ready", "sources", m.Sources)
+		}
+		s.sourcesReady = true
+	case *messages.PodLifecycleEvent:
+		s.lifecycleEvent(ctx, m)
+	case *messages.ProbeResultChanged:
+		s.probeResult(ctx, m)
+	case *messages.TerminatePod:
+		s.terminatePod(ctx, m)
+	case *messages.RestartPod:
+		if w := s.liveWorker(m.UID); w != nil {
+			ctx.Send(w.pid, m)
+		}
+
+	case *messages.PodSyncCompleted:
+		s.syncCompleted(ctx, m)
+	case *messages.PodWorkerStateChanged:
+		s.workerStateChanged(ctx, m)
+	case *messages.PodStatusComputed:
+		s.tell(ctx, m, s.status, s.prober)
+	case *messages.GetDesiredPod:
+		ctx.Respond(s.desiredFor(m.UID))
+
+	case *messages.DescribePodWorker:
+		s.describe(ctx, m)
+	case *messages.GetPodLifecycle:
+		ctx.Respond(s.lifecycle(m.UID))
+	case *messages.GetNodeConditions:
+		ctx.Respond(s.nodeConditions())
+	case *messages.RelistHealthChanged:
+		s.plegHealthy, s.plegMessage = m.Healthy, m.Message
+	case *messages.RuntimeHealthChanged:
+		s.runtimeReady, s.runtimeMessage = m.Ready, m.Message
+
+	case *syncTick:
+		s.syncDue(ctx)
+	case *housekeepingTick:
+		s.housekeep(ctx)
+	case *housekeepingDone:
+		s.housekeepingDone(ctx, m)
+	case *deadContainersRemoved:
+		if m.err != nil {
+			klog.ErrorS(m.err, "Failed to remove dead containers", "podUID", m.uid)
+		}
+	}
+}
+
+// start spawns the core children and the tick loop.
+func (s *supervisor) start(ctx actor.Context) {
+	if s.invalid != nil {
+		klog.ErrorS(s.invalid, "Invalid sync loop configuration, stopping")
+		ctx.Stop(ctx.Self())
+		return
+	}
+	s.pleg = s.spawnChild(ctx, "pleg", s.cfg.Children.PLEG)
+	s.prober = s.spawnChild(ctx, "prober", s.cfg.Children.Prober)
+	s.status = s.spawnChild(ctx, "status", s.cfg.Children.Status)
+	s.stopTicks = make(chan struct{})
+	go tick(s.cfg, ctx.ActorSystem().Root, ctx.Self(), s.stopTicks)
+}
+
+// tick sends the sync and housekeeping ticks until stop is closed.
+func tick(cfg Config, root *actor.RootContext, self *actor.PID, stop <-chan struct{}) {
+	syncT := cfg.Clock.NewTicker(cfg.SyncPeriod)
+	defer syncT.Stop()
+	hkT := cfg.Clock.NewTicker(cfg.HousekeepingPeriod)
+	defer hkT.Stop()
+	for {
+		select {
+		case <-syncT.C():
+			root.Send(self, &syncTick{})
+		case <-hkT.C():
+			root.Send(self, &housekeepingTick{})
+		case <-stop:
+			return
+		}
+	}
+}
+
+// spawnChild spawns a core child when its props are given.
+func (s *supervisor) spawnChild(ctx actor.Context, name string, props func() *actor.Props) *actor.PID {
+	if props == nil {
+		return nil
+	}
+	pid, err := ctx.SpawnNamed(props(), name)
+	if err != nil {
+		klog.ErrorS(err, "Failed to spawn child actor, retrying at housekeeping", "actor", name)
+		s.lostChildren[name] = props
+		return nil
+	}
+	return pid
+}
+
+// tell sends m to every non-nil pid.
+func (s *supervisor) tell(ctx actor.Context, m any, pids ...*actor.PID) {
+	for _, p := range pids {
+		if p != nil {
+			ctx.Send(p, m)
+		}
+	}
+}
+
+// probeResult forwards every result to the status child and liveness and
+// startup results to the pod actor, which syncs on a failure.
+func (s *supervisor) probeResult(ctx actor.Context, m *messages.ProbeResultChanged) {
+	s.tell(ctx, m, s.status)
+	if m.Kind == messages.Readiness {
+		return
+	}
+	if w := s.liveWorker(m.PodUID); w != nil {
+		ctx.Send(w.pid, m)
+	}
+}
+
+// lifecycleEvent syncs a known pod; a dead container also triggers removal
+// of the pod's dead containers.
+func (s *supervisor) lifecycleEvent(ctx actor.Context, m *messages.PodLifecycleEvent) {
+	if d := s.pods[m.PodUID]; d != nil && !d.rejected && !d.done {
+		if w := s.liveWorker(m.PodUID); w != nil {
+			s.dispatch(ctx, m.PodUID, messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: d.pod, StartTime: s.cfg.Clock.Now()})
+		}
+	}
+	if m.Type == messages.ContainerDied {
+		rt, uid, self, root := s.cfg.Runtime, m.PodUID, ctx.Self(), ctx.ActorSystem().Root
+		go func() {
+			err := rt.RemoveDeadContainers(context.Background(), uid)
+			root.Send(self, &deadContainersRemoved{uid: uid, err: err})
+		}()
+	}
+}
+
+// deadContainersRemoved is the result of RemoveDeadContainers.
+type deadContainersRemoved struct {
+	uid types.UID
+	err error
+}
+
+// terminatePod is an operator's kill or eviction.
+func (s *supervisor) terminatePod(ctx actor.Context, m *messages.TerminatePod) {
+	w := s.liveWorker(m.UID)
+	if w == nil {
+		klog.InfoS("No running worker to terminate", "podUID", m.UID)
+		return
+	}
+	u := w.last
+	u.UpdateType = messages.SyncPodKill
+	u.StartTime = s.cfg.Clock.Now()
+	u.KillOptions = &messages.KillOptions{Evict: m.Evict, GracePeriodSecondsOverride: m.GracePeriodSeconds, Reason: m.Reason, Message: m.Message}
+	if d := s.pods[m.UID]; d != nil {
+		u.Pod = d.pod
+	}
+	s.dispatch(ctx, m.UID, u)
+}
+
+// nodeConditions answers GetNodeConditions.
+func (s *supervisor) nodeConditions() *messages.NodeConditions {
+	nc := &messages.NodeConditions{RuntimeReady: s.runtimeReady, RuntimeMessage: s.runtimeMessage,
+		PLEGHealthy: s.plegHealthy, PLEGMessage: s.plegMessage, Pods: s.activePods()}
+	for _, w := range s.workers {
+		if w.state != messages.TerminatedWork && !w.finished && !w.failed {
+			nc.RunningPods++
+		}
+	}
+	return nc
+}
+
+var _ actor.Actor = &supervisor{}
