@@ -63,10 +63,10 @@ func TestComputePodActions(t *testing.T) {
 			want:   want{killPod: true, createSandbox: true, start: []int{0, 1}},
 		},
 		{
-			name: "fresh pod with init containers starts the first one only",
-			pod:  withInit(),
+			name:   "fresh pod with init containers starts the first one only",
+			pod:    withInit(),
 			status: func(*v1.Pod) *cri.PodStatus { return &cri.PodStatus{} },
-			want: want{killPod: true, createSandbox: true, nextInit: "i1"},
+			want:   want{killPod: true, createSandbox: true, nextInit: "i1"},
 		},
 		{
 			name: "steady state",
