@@ -219,12 +219,12 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	c.rec.Shim = procIDOf(cmd)
 	c.rec.Process = report.Process
 	c.done = make(chan struct{})
+	go r.waitShim(c, cmd) // reaps the shim and records the exit either way
 	if err := writeJSON(filepath.Join(r.containerDir(c.rec.ID), "record.json"), c.rec); err != nil {
 		// Without the record the container could not be adopted: undo.
-		klog.ErrorS(err, "Failed to record started container, killing it", "containerID", c.rec.ID)
 		_ = report.Process.signalGroup(syscall.SIGKILL)
+		return nil, status.Errorf(codes.Internal, "start container %q: %v", c.rec.ID, err)
 	}
-	go r.waitShim(c, cmd)
 	r.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	klog.V(2).InfoS("Container started", "containerID", c.rec.ID, "pid", report.Process.PID)
 	return &runtimeapi.StartContainerResponse{}, nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,4 +334,24 @@ func TestStartRefusesLiveSocket(t *testing.T) {
 		t.Errorf("Version after refused Start: %v", err)
 	}
 	var _ cri.Runtime = e.c
+}
+
+func TestShimKilledIsUnknownExit(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("lost", nil)
+	id := e.run(sbID, sb, containerConfig("orphan", nil, "sleep", "300"))
+	pid, shim := e.pids(id)
+	if err := syscall.Kill(shim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitExited(id)
+	if st.ExitCode != 255 || st.Reason != "Unknown" || st.Message == "" {
+		t.Errorf("after the shim died: %d %q %q, want 255 Unknown with a message", st.ExitCode, st.Reason, st.Message)
+	}
+	eventually(t, 5*time.Second, func() error {
+		if m := groupMembers(pid); len(m) != 0 {
+			return fmt.Errorf("container processes %v outlived their shim", m)
+		}
+		return nil
+	})
 }
