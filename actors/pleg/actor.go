@@ -117,8 +117,8 @@ func (p *plegActor) common(ctx actor.Context) {
 			p.startStream()
 		}
 	case containerEventsObserved:
-		for _, ev := range msg.events {
-			p.tell(ctx, ev)
+		for i := range msg.events {
+			p.tell(ctx, &msg.events[i])
 		}
 	}
 }
@@ -208,7 +208,8 @@ func (p *plegActor) onRelistDone(ctx actor.Context, d relistDone) {
 		klog.ErrorS(d.err, "PLEG relist failed")
 	} else {
 		p.lastSuccess = d.start
-		for _, ev := range d.events {
+		for i := range d.events {
+			ev := &d.events[i]
 			klog.V(4).InfoS("PLEG event", "podUID", ev.PodUID, "type", ev.Type, "containerID", ev.ContainerID)
 			p.tell(ctx, ev)
 		}
@@ -228,7 +229,7 @@ func (p *plegActor) checkHealth(ctx actor.Context) {
 	} else {
 		klog.InfoS("PLEG is not healthy", "lastRelist", h.LastRelist, "threshold", p.cfg.RelistThreshold)
 	}
-	p.tell(ctx, h)
+	p.tell(ctx, &h)
 }
 
 // startRuntimeStatus polls CRI Status in a goroutine unless a poll runs.
@@ -257,7 +258,7 @@ func (p *plegActor) onRuntimeStatus(ctx actor.Context, s runtimeStatusDone) {
 	} else {
 		klog.InfoS("Container runtime is not ready", "reason", s.message)
 	}
-	p.tell(ctx, messages.RuntimeHealthChanged{Ready: s.ready, Message: s.message})
+	p.tell(ctx, &messages.RuntimeHealthChanged{Ready: s.ready, Message: s.message})
 }
 
 // startStream opens a new container event stream in a goroutine.
@@ -325,7 +326,8 @@ func (p *plegActor) scheduleStreamRetry() {
 	}()
 }
 
-// tell sends a fact to the parent (the supervisor).
+// tell sends a fact to the parent (the supervisor). Facts go as pointers,
+// as the supervisor receives every message.
 func (p *plegActor) tell(ctx actor.Context, msg interface{}) {
 	if parent := ctx.Parent(); parent != nil {
 		ctx.Send(parent, msg)

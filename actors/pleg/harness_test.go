@@ -247,16 +247,18 @@ func spawnRecorder(t *testing.T, cfg Config, rec *recorder) *recorder {
 		switch m := ctx.Message().(type) {
 		case *actor.Started:
 			ctx.Spawn(Props(cfg))
-		case messages.PodLifecycleEvent:
+		case *messages.PodLifecycleEvent:
 			rec.mu.Lock()
 			onEvent := rec.onEvent
 			rec.mu.Unlock()
 			if onEvent != nil {
-				onEvent(m)
+				onEvent(*m)
 			}
-			rec.record(m)
-		case messages.RelistHealthChanged, messages.RuntimeHealthChanged:
-			rec.record(m)
+			rec.record(*m)
+		case *messages.RelistHealthChanged:
+			rec.record(*m)
+		case *messages.RuntimeHealthChanged:
+			rec.record(*m)
 		}
 	})
 	pid := system.Root.Spawn(parent)
