@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/sources/commands"
+)
+
+// DefaultServer is the NATS URL used without --server or ACTORLET_NATS_URL.
+const DefaultServer = "nats://127.0.0.1:4222"
+
+// globalFlags say where the bus is and how to authenticate.
+type globalFlags struct {
+	initialised                  bool
+	server                       string
+	user, password, token, creds string
+	tlsCA, tlsCert, tlsKey       string
+	timeout                      time.Duration
+}
+
+// register adds the global flags to fs, with the values already parsed (or
+// the defaults) as defaults, so they may be given before or after the
+// command.
+func (g *globalFlags) register(fs *flag.FlagSet) {
+	if !g.initialised {
+		g.initialised = true
+		g.server = DefaultServer
+		if env := os.Getenv("ACTORLET_NATS_URL"); env != "" {
+			g.server = env
+		}
+		g.timeout = 10 * time.Second
+	}
+	fs.StringVar(&g.server, "server", g.server, "NATS server URL(s), comma separated (env ACTORLET_NATS_URL)")
+	fs.StringVar(&g.user, "user", g.user, "NATS user")
+	fs.StringVar(&g.password, "password", g.password, "NATS password")
+	fs.StringVar(&g.token, "token", g.token, "NATS token")
+	fs.StringVar(&g.creds, "creds", g.creds, "NATS credentials file (.creds)")
+	fs.StringVar(&g.tlsCA, "tls-ca", g.tlsCA, "CA certificate to verify the NATS server")
+	fs.StringVar(&g.tlsCert, "tls-cert", g.tlsCert, "client certificate for mutual TLS")
+	fs.StringVar(&g.tlsKey, "tls-key", g.tlsKey, "client key for mutual TLS")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "timeout of each request to the bus or a node")
+}
+
+// conn is the bus as the CLI uses it.
+type conn struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	client *commands.Client
+}
+
+// connect opens the connection once per invocation.
+func (c *cli) connect(ctx context.Context) (*conn, error) {
+	if c.conn != nil {
+		return c.conn, nil
+	}
+	g := &c.g
+	switch {
+	case g.token != "" && g.user != "":
+		return nil, errors.New("--token and --user are mutually exclusive")
+	case (g.tlsCert == "") != (g.tlsKey == ""):
+		return nil, errors.New("--tls-cert and --tls-key must be given together")
+	case g.timeout <= 0:
+		return nil, errors.New("--timeout must be positive")
+	}
+	opts := []nats.Option{nats.Name("actorletctl"), nats.Timeout(g.timeout), nats.NoReconnect()}
+	if g.user != "" {
+		opts = append(opts, nats.UserInfo(g.user, g.password))
+	}
+	if g.token != "" {
+		opts = append(opts, nats.Token(g.token))
+	}
+	if g.creds != "" {
+		opts = append(opts, nats.UserCredentials(g.creds))
+	}
+	if g.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(g.tlsCA))
+	}
+	if g.tlsCert != "" {
+		opts = append(opts, nats.ClientCert(g.tlsCert, g.tlsKey))
+	}
+	nc, err := nats.Connect(g.server, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", g.server, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("open JetStream: %w", err)
+	}
+	c.conn = &conn{nc: nc, js: js, client: &commands.Client{NC: nc, Timeout: g.timeout}}
+	return c.conn, nil
+}
+
+func (c *cli) close() {
+	if c.conn != nil {
+		c.conn.nc.Close()
+		c.conn = nil
+	}
+}
+
+// bucket opens one of the protocol's KV buckets.
+func (c *cli) bucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
+	cn, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	kv, err := cn.js.KeyValue(ctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("bucket %s does not exist: is any actorlet node running on this bus?", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// entries returns the current entries of kv matching filter (deletes
+// skipped). With watch, the watcher is returned open (the caller stops it)
+// to receive the changes that follow.
+func entries(ctx context.Context, kv jetstream.KeyValue, filter string, watch bool) ([]jetstream.KeyValueEntry, jetstream.KeyWatcher, error) {
+	opts := []jetstream.WatchOpt{}
+	if !watch {
+		opts = append(opts, jetstream.IgnoreDeletes())
+	}
+	w, err := kv.Watch(ctx, filter, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch %s %q: %w", kv.Bucket(), filter, err)
+	}
+	var out []jetstream.KeyValueEntry
+	for {
+		select {
+		case <-ctx.Done():
+			_ = w.Stop()
+			return nil, nil, fmt.Errorf("read %s: %w", kv.Bucket(), ctx.Err())
+		case e := <-w.Updates():
+			if e == nil { // initial values done
+				if !watch {
+					_ = w.Stop()
+					w = nil
+				}
+				return out, w, nil
+			}
+			if e.Operation() == jetstream.KeyValuePut {
+				out = append(out, e)
+			}
+		}
+	}
+}
+
+// decodeEntry unmarshals an entry's JSON value into v.
+func decodeEntry(e jetstream.KeyValueEntry, v any) error {
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return fmt.Errorf("decode %s key %q: %w", e.Bucket(), e.Key(), err)
+	}
+	return nil
+}
+
+// podNode finds the node running namespace/name from the StatusBucket (keys
+// <node>.<ns>.<name>), or the desired pods if it has no status yet.
+func (c *cli) podNode(ctx context.Context, namespace, name, node string) (string, error) {
+	if node != "" {
+		return node, nil
+	}
+	kv, err := c.bucket(ctx, bus.StatusBucket)
+	if err != nil {
+		return "", err
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	found, _, err := entries(qctx, kv, "*."+bus.EncodeName(namespace)+"."+bus.EncodeName(name), false)
+	if err != nil {
+		return "", err
+	}
+	var nodes []string
+	for _, e := range found {
+		nodes = append(nodes, bus.DecodeName(firstToken(e.Key())))
+	}
+	switch len(nodes) {
+	case 1:
+		return nodes[0], nil
+	case 0:
+		return "", fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, bus.StatusBucket)
+	}
+	return "", fmt.Errorf("pod %s/%s runs on several nodes (%v): choose one with --node", namespace, name, nodes)
+}
+
+func firstToken(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '.' {
+			return key[:i]
+		}
+	}
+	return key
+}

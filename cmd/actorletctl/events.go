@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/sources/bus"
+)
+
+func (c *cli) events(ctx context.Context, args []string) error {
+	fs := c.flags("events")
+	ns := fs.String("n", "", "namespace (default: all)")
+	node := fs.String("node", "", "only events of this node")
+	watch := fs.Bool("w", false, "after listing, print events as they arrive")
+	pos, _, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(c.stderr, "error: unexpected arguments %v\n", pos)
+		fs.Usage()
+		return errUsage
+	}
+	cn, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	filter := eventFilter(*node, *ns)
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	cons, err := cn.js.OrderedConsumer(qctx, bus.EventsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{filter},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("stream %s does not exist: is any actorlet node running on this bus?", bus.EventsStream)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", bus.EventsStream, err)
+	}
+	info, err := cons.Info(qctx)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", bus.EventsStream, err)
+	}
+	// The stored events first, sorted by last time seen.
+	var evs []*v1.Event
+	for pending := info.NumPending; pending > 0; {
+		m, err := cons.Next(jetstream.FetchMaxWait(c.g.timeout))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", bus.EventsStream, err)
+		}
+		meta, _ := m.Metadata()
+		if e := c.decodeEvent(m); e != nil {
+			evs = append(evs, e)
+		}
+		if meta == nil {
+			break
+		}
+		pending = meta.NumPending
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
+	if len(evs) == 0 && !*watch {
+		fmt.Fprintln(c.stderr, "No events found")
+		return nil
+	}
+	tw := newTable(c.stdout)
+	fmt.Fprintln(tw, "LAST SEEN\tTYPE\tREASON\tOBJECT\tMESSAGE")
+	for _, e := range evs {
+		fmt.Fprintln(tw, c.eventLine(e))
+	}
+	if err := tw.Flush(); err != nil || !*watch {
+		return err
+	}
+	for {
+		m, err := cons.Next(jetstream.FetchContext(ctx))
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", bus.EventsStream, err)
+		}
+		if e := c.decodeEvent(m); e != nil {
+			tw := newTable(c.stdout)
+			fmt.Fprintln(tw, c.eventLine(e))
+			tw.Flush()
+		}
+	}
+}
+
+// eventFilter is the subject filter of events for a node and namespace.
+func eventFilter(node, ns string) string {
+	n, s := "*", "*"
+	if node != "" {
+		n = bus.EncodeName(node)
+	}
+	if ns != "" {
+		s = bus.EncodeName(ns)
+	}
+	return bus.EventSubjectPrefix + "." + n + "." + s + ".*"
+}
+
+func (c *cli) decodeEvent(m jetstream.Msg) *v1.Event {
+	var e v1.Event
+	if err := json.Unmarshal(m.Data(), &e); err != nil {
+		fmt.Fprintf(c.stderr, "warning: event on %s: %v\n", m.Subject(), err)
+		return nil
+	}
+	return &e
+}
+
+// eventTime is when an event was last seen.
+func eventTime(e *v1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}
+
+func (c *cli) eventLine(e *v1.Event) string {
+	obj := strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
+	if e.Count > 1 {
+		obj += fmt.Sprintf(" (x%d)", e.Count)
+	}
+	return strings.Join([]string{age(eventTime(e), c.clock.Now()), e.Type, e.Reason, obj, e.Message}, "\t")
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/actorlet/actorlet/sources/commands"
+)
+
+// target resolves a pod's node and the command client.
+func (c *cli) target(ctx context.Context, ns, name, node string) (string, *commands.Client, error) {
+	n, err := c.podNode(ctx, ns, name, node)
+	if err != nil {
+		return "", nil, err
+	}
+	cn, err := c.connect(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return n, cn.client, nil
+}
+
+func (c *cli) logs(ctx context.Context, args []string) error {
+	fs := c.flags("logs")
+	ns := fs.String("n", "default", "namespace")
+	container := fs.String("c", "", "container (default: the pod's only container)")
+	tail := fs.Int64("tail", -1, "lines from the end to show (-1: all)")
+	follow := fs.Bool("f", false, "follow the log until the container exits or restarts")
+	previous := fs.Bool("p", false, "the previous instance of the container")
+	timestamps := fs.Bool("timestamps", false, "prefix each line with its timestamp")
+	node := fs.String("node", "", "the pod's node (default: found from its status)")
+	pos, _, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	name, err := oneName(fs, pos, "pod name")
+	if err != nil {
+		return err
+	}
+	if *tail < -1 {
+		return fmt.Errorf("--tail %d: must be -1 (all) or more", *tail)
+	}
+	n, client, err := c.target(ctx, *ns, name, *node)
+	if err != nil {
+		return err
+	}
+	req := commands.LogsRequest{Namespace: *ns, Name: name, Container: *container, Follow: *follow, Previous: *previous, Timestamps: *timestamps}
+	if *tail >= 0 {
+		req.TailLines = tail
+	}
+	_, err = client.Logs(ctx, n, req, c.stdout)
+	return err
+}
+
+func (c *cli) exec(ctx context.Context, args []string) error {
+	fs := c.flags("exec")
+	ns := fs.String("n", "default", "namespace")
+	container := fs.String("c", "", "container (default: the pod's only container)")
+	node := fs.String("node", "", "the pod's node (default: found from its status)")
+	timeout := fs.Duration("exec-timeout", 0, "how long the command may run (default: the node's, 60s)")
+	pos, cmd, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	name, err := oneName(fs, pos, "pod name")
+	if err != nil {
+		return err
+	}
+	if len(cmd) == 0 {
+		fmt.Fprintln(c.stderr, "error: give the command after --: exec POD -- CMD [ARG...]")
+		return errUsage
+	}
+	n, client, err := c.target(ctx, *ns, name, *node)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Exec(ctx, n, commands.ExecRequest{Namespace: *ns, Name: name, Container: *container, Command: cmd, TimeoutSeconds: int64(timeout.Seconds())})
+	if err != nil {
+		return err
+	}
+	_, _ = c.stdout.Write(resp.Stdout)
+	_, _ = c.stderr.Write(resp.Stderr)
+	if resp.ExitCode != 0 {
+		return exitCodeError{code: resp.ExitCode}
+	}
+	return nil
+}
+
+func (c *cli) restart(ctx context.Context, args []string) error {
+	fs := c.flags("restart")
+	ns := fs.String("n", "default", "namespace")
+	container := fs.String("c", "", "only this container")
+	node := fs.String("node", "", "the pod's node (default: found from its status)")
+	pos, _, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	name, err := oneName(fs, pos, "pod name")
+	if err != nil {
+		return err
+	}
+	n, client, err := c.target(ctx, *ns, name, *node)
+	if err != nil {
+		return err
+	}
+	msg, err := client.Restart(ctx, n, *ns, name, *container)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, msg)
+	return nil
+}
+
+func (c *cli) evict(ctx context.Context, args []string) error {
+	fs := c.flags("evict")
+	ns := fs.String("n", "default", "namespace")
+	grace := fs.Int64("grace-period", -1, "seconds to let the pod terminate (-1: the pod's own)")
+	reason := fs.String("reason", "Evicted", "reason recorded in the pod's status")
+	node := fs.String("node", "", "the pod's node (default: found from its status)")
+	pos, _, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	name, err := oneName(fs, pos, "pod name")
+	if err != nil {
+		return err
+	}
+	if *grace < -1 {
+		return errors.New("--grace-period: must be -1 (the pod's own), 0 or positive")
+	}
+	var g *int64
+	if *grace >= 0 {
+		g = grace
+	}
+	n, client, err := c.target(ctx, *ns, name, *node)
+	if err != nil {
+		return err
+	}
+	msg, err := client.Evict(ctx, n, *ns, name, g, *reason)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, msg)
+	return nil
+}
