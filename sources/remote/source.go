@@ -20,6 +20,8 @@ import (
 const (
 	rewatchBase = 100 * time.Millisecond
 	rewatchMax  = 5 * time.Second
+	// initialTimeout bounds the wait for a watcher's initial values.
+	initialTimeout = 30 * time.Second
 )
 
 var (
@@ -142,8 +144,11 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	}()
 
 	initial := map[string]jetstream.KeyValueEntry{}
+	timeout := s.cfg.Clock.After(initialTimeout)
 	for initDone := false; !initDone; {
 		select {
+		case <-timeout:
+			return false, fmt.Errorf("initial values of %s not received within %s", bus.DesiredBucket, initialTimeout)
 		case e, ok := <-w.Updates():
 			if !ok {
 				return false, errWatchClosed

@@ -1,0 +1,42 @@
+package remote
+
+import (
+	"regexp"
+	"testing"
+)
+
+func TestSelectorMatches(t *testing.T) {
+	labels := map[string]string{"role": "edge", "zone": "a"}
+	tests := []struct {
+		name     string
+		selector map[string]string
+		want     bool
+	}{
+		{"empty selector matches every node", nil, true},
+		{"one label", map[string]string{"role": "edge"}, true},
+		{"all labels", map[string]string{"role": "edge", "zone": "a"}, true},
+		{"wrong value", map[string]string{"role": "core"}, false},
+		{"missing label", map[string]string{"gpu": "true"}, false},
+		{"empty value is not absence", map[string]string{"gpu": ""}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := selectorMatches(tt.selector, labels); got != tt.want {
+				t.Errorf("selectorMatches(%v) = %v, want %v", tt.selector, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUIDIsStableAndNamespaced(t *testing.T) {
+	a := &Source{cfg: Config{NodeName: "n1"}}
+	b := &Source{cfg: Config{NodeName: "n2"}}
+	uuid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	u1, u2 := a.uidFor("fleet.default.web"), a.uidFor("fleet.default.web")
+	if u1 != u2 || !uuid.MatchString(string(u1)) {
+		t.Fatalf("uidFor = %q then %q, want one stable version-5 UUID", u1, u2)
+	}
+	if u1 == a.uidFor("fleet.default.web2") || u1 == b.uidFor("fleet.default.web") {
+		t.Error("different keys or nodes share a UID")
+	}
+}
