@@ -107,6 +107,5 @@ func (s *supervisor) respawn(ctx actor.Context, old *worker) {
 		return
 	}
 	klog.InfoS("Respawning failed pod worker", "podUID", old.uid, "restarts", old.restarts)
-	u := s.desiredFor(old.uid).Update
-	ctx.Send(nw.pid, &u)
+	ctx.Send(nw.pid, s.desiredFor(old.uid))
 }

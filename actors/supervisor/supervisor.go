@@ -44,6 +44,7 @@ type supervisor struct {
 	pleg, prober, status *actor.PID
 	lostChildren         map[string]func() *actor.Props // core children to respawn
 	invalid              error                          // Validate's verdict
+	stopping             bool                           // the loop itself is stopping
 }
 
 // internal ticks.
@@ -74,6 +75,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.start(ctx)
 	case *actor.Stopping:
+		s.stopping = true
 		s.cancel()
 		if s.stopTicks != nil {
 			close(s.stopTicks)
@@ -86,7 +88,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			s.stopTicks = nil
 		}
 	case *actor.Terminated:
-		s.childTerminated(ctx, m.Who)
+		if !s.stopping {
+			s.childTerminated(ctx, m.Who)
+		}
 	case *childFailed:
 		s.childFailed(m)
 

@@ -1,0 +1,325 @@
+package supervisor
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/actorlet/actorlet/actors/podactor/fake"
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages"
+)
+
+func TestAddSortsByCreationTimeBeforeAdmission(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPods = 1 })
+	newer, older := newPod("newer", "newer", 200), newPod("older", "older", 100)
+	h.add(newer, older)
+	eventually(t, "older pod synced", func() bool { return h.syncsOf("older") > 0 })
+	eventually(t, "newer rejected", func() bool { return len(recorded[*messages.PodStatusRejected](h.status)) == 1 })
+	if r := recorded[*messages.PodStatusRejected](h.status)[0]; r.Pod.UID != "newer" || r.Reason != ReasonOutOfPods {
+		t.Fatalf("rejection = %s %s, want newer OutOfpods", r.Pod.UID, r.Reason)
+	}
+}
+
+func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
+	cases := []struct {
+		name   string
+		pod    func() *v1.Pod
+		reason string
+	}{
+		{"cpu", func() *v1.Pod { return withRequests(newPod("big", "big", 2), "3", "1Mi") }, "OutOfcpu"},
+		{"memory", func() *v1.Pod { return withRequests(newPod("big", "big", 2), "1m", "2Gi") }, "OutOfmemory"},
+		{"host ports", func() *v1.Pod { return withHostPort(newPod("big", "big", 2), 8080) }, ReasonNodePorts},
+		{"node selector", func() *v1.Pod {
+			p := newPod("big", "big", 2)
+			p.Spec.NodeSelector = map[string]string{"zone": "b"}
+			return p
+		}, ReasonNodeAffinity},
+		{"max pods", func() *v1.Pod { return newPod("big", "big", 2) }, ReasonOutOfPods},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				c.MaxPods = 2
+				c.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}
+			})
+			h.add(withHostPort(newPod("first", "first", 1), 8080))
+			if tc.reason == ReasonOutOfPods {
+				h.add(newPod("second", "second", 1))
+			}
+			h.add(tc.pod())
+			eventually(t, "rejection", func() bool { return len(recorded[*messages.PodStatusRejected](h.status)) == 1 })
+			r := recorded[*messages.PodStatusRejected](h.status)[0]
+			if r.Pod.UID != "big" || r.Reason != tc.reason || r.Message == "" {
+				t.Fatalf("rejection = %+v, want big %s", r, tc.reason)
+			}
+			h.send(&messages.PodUpdate{Op: messages.OpUpdate, Pods: []*v1.Pod{tc.pod()}, Source: messages.SourceRemote})
+			h.clock.Step(2 * time.Second)
+			h.never("a rejected pod runs", func() bool { return h.syncsOf("big") > 0 || h.describe("big").Found })
+		})
+	}
+}
+
+func TestDeleteStartsGracefulTermination(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 7)}, Source: messages.SourceRemote})
+	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
+	if g := h.killsOf("a")[0].Grace; g == nil || *g != 7 {
+		t.Fatalf("kill grace = %v, want 7", g)
+	}
+	eventually(t, "terminated", func() bool { return finished(h, "a") })
+	if l := h.lifecycle("a"); l.CouldHaveRunningContainers || !l.ShouldContainersBeTerminating || !l.MayRemoveContent {
+		t.Fatalf("lifecycle of a deleted terminated pod = %+v", l)
+	}
+}
+
+func TestRemoveKillsForgetsAndHousekeepingPurges(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
+	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
+	eventually(t, "probes unregistered", func() bool { return len(recorded[*messages.PodForgotten](h.prober)) == 1 })
+	eventually(t, "finished", func() bool { return finished(h, "a") })
+	h.housekeep()
+	eventually(t, "worker purged", func() bool { return !h.describe("a").Found })
+	eventually(t, "status forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
+	eventually(t, "pod cleaned up", func() bool { return h.rt.Count(fake.OpCleanupPod) == 1 })
+}
+
+func TestReconcileDoesNotSyncOrRestart(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	p.Status.Phase = v1.PodRunning // no phase change: no immediate requeue
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	r := p.DeepCopy()
+	r.Status.Message = "status only"
+	h.send(&messages.PodUpdate{Op: messages.OpReconcile, Pods: []*v1.Pod{r}, Source: messages.SourceRemote})
+	h.never("sync on reconcile", func() bool { return h.syncsOf("a") != 1 || h.rt.Count(fake.OpKillContainer) > 0 })
+}
+
+func TestSetSnapshotAddsAndRemoves(t *testing.T) {
+	h := newHarness(t, nil)
+	a, b := newPod("a", "a", 1), newPod("b", "b", 2)
+	h.send(&messages.PodUpdate{Op: messages.OpSet, Pods: []*v1.Pod{a, b}, Source: messages.SourceFile})
+	eventually(t, "both synced", func() bool { return h.syncsOf("a") > 0 && h.syncsOf("b") > 0 })
+	h.send(&messages.PodUpdate{Op: messages.OpSet, Pods: []*v1.Pod{a}, Source: messages.SourceFile})
+	eventually(t, "b killed", func() bool { return len(h.killsOf("b")) == 1 })
+	if len(h.killsOf("a")) != 0 {
+		t.Fatal("a is still listed and must not be killed")
+	}
+}
+
+func TestPLEGEventSyncsKnownPodAndContainerDiedRemovesDeadContainers(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	p.Status.Phase = v1.PodRunning
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerDied, ContainerID: "c1"})
+	eventually(t, "sync on event", func() bool { return h.syncsOf("a") == 2 })
+	eventually(t, "dead containers removed", func() bool {
+		c := h.rt.Calls(fake.OpRemoveDeadContainers)
+		return len(c) == 1 && c[0].UID == "a"
+	})
+	h.send(&messages.PodLifecycleEvent{PodUID: "unknown", Type: messages.ContainerStarted, ContainerID: "x"})
+	h.never("sync of an unknown pod", func() bool { return h.syncsOf("unknown") > 0 || h.describe("unknown").Found })
+}
+
+func TestLivenessFailureIsForwardedAndSyncsThePod(t *testing.T) {
+	h := newHarness(t, nil)
+	h.cache.Set(&cri.PodStatus{ID: "a", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
+	p := newPod("a", "a", 1)
+	p.Status.Phase = v1.PodRunning
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	h.send(&messages.ProbeResultChanged{PodUID: "a", ContainerName: "app", ContainerID: "c1", Kind: messages.Readiness, Result: messages.ProbeSuccess})
+	h.never("sync on readiness", func() bool { return h.syncsOf("a") != 1 })
+	h.send(&messages.ProbeResultChanged{PodUID: "a", ContainerName: "app", ContainerID: "c1", Kind: messages.Liveness, Result: messages.ProbeFailure, Message: "timeout"})
+	eventually(t, "sync with failed probe", func() bool { return h.syncsOf("a") == 2 })
+	if fp := h.rt.Calls(fake.OpSyncPod)[1].FailedProbes; fp["c1"] != "timeout" {
+		t.Fatalf("failed probes = %v", fp)
+	}
+	eventually(t, "status child got both results", func() bool { return len(recorded[*messages.ProbeResultChanged](h.status)) == 2 })
+}
+
+func TestPodStatusComputedGoesToStatusAndProber(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(newPod("a", "a", 1))
+	eventually(t, "status forwarded", func() bool {
+		return len(recorded[*messages.PodStatusComputed](h.status)) > 0 && len(recorded[*messages.PodStatusComputed](h.prober)) > 0
+	})
+}
+
+func TestSyncTickRequeuesDuePods(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	h.add(p) // Pending → Running: the phase changes, so it is synced again at once
+	eventually(t, "immediate resync after phase change", func() bool { return h.syncsOf("a") == 2 })
+	h.clock.Step(time.Second)
+	h.never("resync before due", func() bool { return h.syncsOf("a") != 2 })
+	h.clock.Step(91 * time.Second) // past the jittered minute
+	eventually(t, "periodic resync", func() bool { return h.syncsOf("a") == 3 })
+}
+
+func TestSyncErrorIsRetriedAfterBackOff(t *testing.T) {
+	h := newHarness(t, nil)
+	h.rt.Fail(fake.OpSyncPod, errFake)
+	p := newPod("a", "a", 1)
+	p.Status.Phase = v1.PodRunning
+	h.add(p)
+	eventually(t, "first sync", func() bool { return h.syncsOf("a") == 1 })
+	h.clock.Step(9 * time.Second)
+	h.never("retry before 10 s", func() bool { return h.syncsOf("a") != 1 })
+	h.clock.Step(7 * time.Second)
+	eventually(t, "retry", func() bool { return h.syncsOf("a") == 2 })
+}
+
+func TestOrphansAreKilledOnlyAfterSourcesReady(t *testing.T) {
+	h := newHarness(t, nil)
+	orphan := &cri.Pod{ID: "orphan", Name: "old", Namespace: "default", Containers: []*cri.Container{{ID: "c", Name: "app", State: cri.ContainerStateRunning}}}
+	h.rt.SetPods(orphan)
+	if l := h.lifecycle("orphan"); !l.CouldHaveRunningContainers || l.MayRemoveContent {
+		t.Fatalf("before housekeeping an unknown pod must be answered conservatively: %+v", l)
+	}
+	h.housekeep()
+	h.housekeep()
+	h.never("orphan killed before sources ready", func() bool { return len(h.killsOf("orphan")) > 0 })
+	if n := h.rt.Count(fake.OpGetPods); n != 0 {
+		t.Fatalf("runtime listed %d times before sources were ready", n)
+	}
+	h.send(&messages.SourcesReady{Sources: []string{messages.SourceRemote}})
+	h.housekeep()
+	eventually(t, "orphan killed", func() bool { return len(h.killsOf("orphan")) == 1 })
+	k := h.killsOf("orphan")[0]
+	if k.Grace == nil || *k.Grace != 1 || k.Pod != nil || k.Running.ID != "orphan" {
+		t.Fatalf("orphan kill = %+v, want grace 1 of the runtime pod", k)
+	}
+	if n := h.rt.Count(fake.OpSyncPod); n != 0 {
+		t.Fatalf("an orphan must only be killed, got %d syncs", n)
+	}
+	if l := h.lifecycle("never-seen"); l.CouldHaveRunningContainers || !l.MayRemoveContent {
+		t.Fatalf("after housekeeping an unknown pod has nothing running: %+v", l)
+	}
+}
+
+func TestHousekeepingDoesNotBlockTheLoop(t *testing.T) {
+	h := newHarness(t, nil)
+	release := h.rt.Hold(fake.OpGetPods)
+	defer release()
+	h.send(&messages.SourcesReady{})
+	h.settle()
+	h.clock.Step(2 * time.Second)
+	eventually(t, "listing in flight", func() bool { return h.rt.Count(fake.OpGetPods) == 1 })
+	h.add(newPod("a", "a", 1))
+	eventually(t, "pod synced while housekeeping runs", func() bool { return h.syncsOf("a") > 0 })
+	h.clock.Step(2 * time.Second)
+	h.never("a second pass while one is in flight", func() bool { return h.rt.Count(fake.OpGetPods) != 1 })
+	release()
+	eventually(t, "pass finished", func() bool { return h.rt.Count(fake.OpGC) == 1 })
+}
+
+func TestStaticPodsRunOnePerFullNameFirstComeFirstServed(t *testing.T) {
+	h := newHarness(t, nil)
+	a, b, c := static(newPod("s1", "etcd", 1)), static(newPod("s2", "etcd", 2)), static(newPod("s3", "etcd", 3))
+	h.add(a)
+	eventually(t, "first runs", func() bool { return h.syncsOf("s1") > 0 })
+	h.add(b)
+	h.add(c)
+	h.never("others start while the first runs", func() bool { return h.syncsOf("s2")+h.syncsOf("s3") > 0 })
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{a}, Source: messages.SourceFile})
+	eventually(t, "second starts after the first finished", func() bool { return h.syncsOf("s2") > 0 })
+	h.never("third waits", func() bool { return h.syncsOf("s3") > 0 })
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{b}, Source: messages.SourceFile})
+	eventually(t, "third starts", func() bool { return h.syncsOf("s3") > 0 })
+}
+
+func TestPodAddedAgainWhileTerminatingRestartsAfterPurge(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	release := h.rt.Hold(fake.OpKillPod)
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
+	eventually(t, "kill in flight", func() bool { return len(h.killsOf("a")) == 1 })
+	syncs := h.syncsOf("a")
+	h.add(p)
+	eventually(t, "restart requested", func() bool { return h.describe("a").RestartRequested })
+	release()
+	eventually(t, "finished", func() bool { return finished(h, "a") })
+	h.never("sync before purge", func() bool { return h.syncsOf("a") != syncs })
+	h.housekeep()
+	eventually(t, "new worker syncs", func() bool { return h.syncsOf("a") > syncs })
+	if d := h.describe("a"); d.WorkType != messages.SyncWork || d.RestartRequested {
+		t.Fatalf("new worker = %+v, want a fresh syncing worker", d)
+	}
+}
+
+func TestFinishedPodStaysDoneWhileStillListed(t *testing.T) {
+	h := newHarness(t, nil)
+	h.rt.SetPhase("a", v1.PodSucceeded)
+	h.add(newPod("a", "a", 1))
+	eventually(t, "finished", func() bool { return finished(h, "a") })
+	h.housekeep()
+	eventually(t, "purged", func() bool { return !h.describe("a").Found })
+	h.send(&messages.PodUpdate{Op: messages.OpUpdate, Pods: []*v1.Pod{newPod("a", "a", 1)}, Source: messages.SourceRemote})
+	h.clock.Step(2 * time.Second)
+	h.never("a done pod runs again", func() bool { return h.syncsOf("a") > 0 || h.describe("a").Found })
+}
+
+func TestTerminatePodEvictsWithReason(t *testing.T) {
+	h := newHarness(t, nil)
+	h.add(newPod("a", "a", 1))
+	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	h.send(&messages.TerminatePod{UID: "a", GracePeriodSeconds: int64p(3), Evict: true, Reason: "Evicted", Message: "disk pressure"})
+	eventually(t, "finished", func() bool { return finished(h, "a") })
+	if g := h.killsOf("a")[0].Grace; *g != 3 {
+		t.Fatalf("grace = %d, want 3", *g)
+	}
+	eventually(t, "final status", func() bool {
+		st := recorded[*messages.PodStatusComputed](h.status)
+		last := st[len(st)-1].Status
+		return last.Phase == v1.PodFailed && last.Reason == "Evicted" && last.Message == "disk pressure"
+	})
+	if l := h.lifecycle("a"); !l.MayRemoveContent || !l.MayRemoveRuntime {
+		t.Fatalf("an evicted terminated pod's content may be removed: %+v", l)
+	}
+}
+
+func TestRestartPodIsForwarded(t *testing.T) {
+	h := newHarness(t, nil)
+	h.cache.Set(&cri.PodStatus{ID: "a", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
+	h.add(newPod("a", "a", 1))
+	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	h.send(&messages.RestartPod{UID: "a"})
+	eventually(t, "container killed", func() bool { return h.rt.Count(fake.OpKillContainer) == 1 })
+}
+
+func TestNodeConditionsAndDescribe(t *testing.T) {
+	h := newHarness(t, nil)
+	nc := h.ask(&messages.GetNodeConditions{}).(*messages.NodeConditions)
+	if nc.RuntimeReady || !nc.PLEGHealthy {
+		t.Fatalf("initial conditions = %+v, want runtime not ready yet, PLEG healthy", nc)
+	}
+	h.send(&messages.RuntimeHealthChanged{Ready: true})
+	h.send(&messages.RelistHealthChanged{Healthy: false, Message: "relist stuck"})
+	h.add(newPod("a", "a", 1))
+	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	nc = h.ask(&messages.GetNodeConditions{}).(*messages.NodeConditions)
+	if !nc.RuntimeReady || nc.PLEGHealthy || nc.PLEGMessage != "relist stuck" || nc.RunningPods != 1 || len(nc.Pods) != 1 {
+		t.Fatalf("conditions = %+v", nc)
+	}
+	if d := h.describe("nope"); d.Found {
+		t.Fatalf("describe of an unknown UID = %+v, want Found=false", d)
+	}
+	if d := h.describe("a"); !d.Found || d.FullName != "default/a" {
+		t.Fatalf("describe = %+v", d)
+	}
+}
