@@ -111,8 +111,8 @@ func (a *podActor) terminating(ctx actor.Context) {
 		if !a.accept(m) {
 			return
 		}
-		if m.kind == workSync { // a sync canceled by termination
-			a.report(ctx, m, false)
+		if m.kind == workSync { // a sync canceled by termination: not reported
+			a.lastSyncTime = a.cfg.Clock.Now()
 			a.startNext(ctx)
 			return
 		}

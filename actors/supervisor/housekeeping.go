@@ -55,7 +55,7 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 		}
 	}
 	s.housekeeping = true
-	hctx, cancel := context.WithCancel(context.Background())
+	hctx, cancel := context.WithCancel(s.life)
 	s.cancel = cancel
 	rt, list, self, root := s.cfg.Runtime, s.sourcesReady, ctx.Self(), ctx.ActorSystem().Root
 	go func() {

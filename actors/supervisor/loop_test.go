@@ -323,3 +323,28 @@ func TestNodeConditionsAndDescribe(t *testing.T) {
 		t.Fatalf("describe = %+v", d)
 	}
 }
+
+func TestUpdateDispatchesTheNewSpecToTheWorker(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	p.Status.Phase = v1.PodRunning
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	u := p.DeepCopy()
+	u.Generation = 2
+	h.send(&messages.PodUpdate{Op: messages.OpUpdate, Pods: []*v1.Pod{u}, Source: messages.SourceRemote})
+	eventually(t, "sync of the update", func() bool { return h.syncsOf("a") == 2 })
+	if g := h.rt.Calls(fake.OpSyncPod)[1].Pod.Generation; g != 2 {
+		t.Fatalf("synced generation %d, want 2", g)
+	}
+}
+
+func TestRemovingARejectedPodDropsItsStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	p.Spec.NodeSelector = map[string]string{"zone": "b"}
+	h.add(p)
+	eventually(t, "rejection", func() bool { return len(recorded[*messages.PodStatusRejected](h.status)) == 1 })
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
+	eventually(t, "status forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
+}

@@ -32,9 +32,11 @@ type supervisor struct {
 	static  staticPods
 
 	sourcesReady   bool
-	housekept      bool // a housekeeping pass completed
-	housekeeping   bool // a housekeeping pass is in flight
-	cancel         context.CancelFunc
+	housekept      bool               // a housekeeping pass completed
+	housekeeping   bool               // a housekeeping pass is in flight
+	cancel         context.CancelFunc // cancels the housekeeping pass in flight
+	life           context.Context    // ends when the loop stops
+	endLife        context.CancelFunc
 	stopTicks      chan struct{}
 	runtimeReady   bool
 	runtimeMessage string
@@ -63,7 +65,7 @@ func Props(cfg Config) *actor.Props {
 			cfg: cfg, node: node{labels: cfg.NodeLabels, allocatable: cfg.Allocatable, maxPods: cfg.MaxPods},
 			pods: map[types.UID]*desiredPod{}, workers: map[types.UID]*worker{}, byPID: map[string]types.UID{},
 			static: newStaticPods(), plegHealthy: true, runtimeMessage: "runtime status not reported yet",
-			lostChildren: map[string]func() *actor.Props{}, cancel: func() {},
+			lostChildren: map[string]func() *actor.Props{}, cancel: func() {}, life: context.Background(), endLife: func() {},
 			invalid: invalid,
 		}
 	}, actor.WithSupervisor(newRestartStrategy(cfg)))
@@ -77,12 +79,15 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		s.stopping = true
 		s.cancel()
+		s.endLife()
 		if s.stopTicks != nil {
 			close(s.stopTicks)
 			s.stopTicks = nil
 		}
 	case *actor.Restarting:
+		s.stopping = true // children are stopped with the old incarnation
 		s.cancel()
+		s.endLife()
 		if s.stopTicks != nil {
 			close(s.stopTicks)
 			s.stopTicks = nil
@@ -152,6 +157,7 @@ func (s *supervisor) start(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 		return
 	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.pleg = s.spawnChild(ctx, "pleg", s.cfg.Children.PLEG)
 	s.prober = s.spawnChild(ctx, "prober", s.cfg.Children.Prober)
 	s.status = s.spawnChild(ctx, "status", s.cfg.Children.Status)
@@ -221,9 +227,9 @@ func (s *supervisor) lifecycleEvent(ctx actor.Context, m *messages.PodLifecycleE
 		}
 	}
 	if m.Type == messages.ContainerDied {
-		rt, uid, self, root := s.cfg.Runtime, m.PodUID, ctx.Self(), ctx.ActorSystem().Root
+		rt, uid, self, root, life := s.cfg.Runtime, m.PodUID, ctx.Self(), ctx.ActorSystem().Root, s.life
 		go func() {
-			err := rt.RemoveDeadContainers(context.Background(), uid)
+			err := rt.RemoveDeadContainers(life, uid)
 			root.Send(self, &deadContainersRemoved{uid: uid, err: err})
 		}()
 	}

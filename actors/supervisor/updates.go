@@ -44,7 +44,11 @@ func (s *supervisor) addPods(ctx actor.Context, source string, pods []*v1.Pod) {
 		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
 	})
 	for _, p := range pods {
-		if d := s.pods[p.UID]; d != nil && !d.done && !d.rejected {
+		if d := s.pods[p.UID]; d != nil {
+			if d.done || d.rejected {
+				d.pod = p // a finished or rejected UID is not run again
+				continue
+			}
 			s.updatePod(ctx, source, p) // already known: an update
 			continue
 		}
@@ -89,6 +93,11 @@ func (s *supervisor) removePod(ctx actor.Context, uid types.UID) {
 	delete(s.pods, uid)
 	s.static.forget(uid)
 	s.tell(ctx, &messages.PodForgotten{UID: uid}, s.prober)
+	if s.workers[uid] == nil {
+		// Nothing runs (rejected, waiting or already purged): drop its status
+		// now; a worker's status is dropped when housekeeping purges it.
+		s.tell(ctx, &messages.PodForgotten{UID: uid}, s.status)
+	}
 	if d == nil {
 		return
 	}

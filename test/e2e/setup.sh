@@ -98,8 +98,13 @@ cri_ready() {
 pidfile=/run/containerd/actorlet-e2e.pid
 running=false
 if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then running=true; fi
+if $running && ! $changed; then
+  # Alive but not answering (starting, or shutting down): give it a moment.
+  for _ in $(seq 50); do cri_ready && break; sleep 0.1; done
+  cri_ready || changed=true
+fi
 if $running && $changed; then
-  log "config changed: restarting containerd"
+  log "restarting containerd (config changed or not answering)"
   kill "$(cat "$pidfile")"; for _ in $(seq 50); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.1; done
   running=false
 fi
