@@ -105,7 +105,7 @@ if $running && ! $changed; then
 fi
 if $running && $changed; then
   log "restarting containerd (config changed or not answering)"
-  kill "$(cat "$pidfile")"; for _ in $(seq 50); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.1; done
+  kill "$(cat "$pidfile")" 2>/dev/null || true; for _ in $(seq 50); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.1; done
   running=false
 fi
 if ! $running && ! cri_ready; then
