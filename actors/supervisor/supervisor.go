@@ -124,6 +124,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *messages.PodStatusComputed:
 		s.tell(ctx, m, s.status, s.prober)
 	case *messages.GetDesiredPod:
+		if w := s.workers[m.UID]; w != nil {
+			w.restarting = false // it asks once restarted
+		}
 		ctx.Respond(s.desiredFor(m.UID))
 
 	case *messages.DescribePodWorker:

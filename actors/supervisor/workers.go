@@ -30,11 +30,12 @@ type worker struct {
 	fullName         string
 	requeueAt        time.Time // zero: no resync due
 
-	stopping bool // purged: stop requested, waiting for Terminated
-	failed   bool // supervision gave up: respawn after failedAt + delay
-	failedAt time.Time
-	restarts int
-	lastErr  string
+	stopping   bool // purged: stop requested, waiting for Terminated
+	restarting bool // panicked: suspended until supervision restarts it
+	failed     bool // supervision gave up: respawn after failedAt + delay
+	failedAt   time.Time
+	restarts   int
+	lastErr    string
 }
 
 // liveWorker returns the worker of uid when it can take messages.
@@ -208,6 +209,7 @@ func (s *supervisor) childFailed(m *childFailed) {
 		return
 	}
 	if w := s.workers[uid]; w != nil {
+		w.restarting = !m.GaveUp
 		w.restarts++
 		w.lastErr = fmt.Sprintf("pod worker panicked (%d failures): %s", m.Failures, m.Reason)
 	}
@@ -273,12 +275,15 @@ func (s *supervisor) describe(ctx actor.Context, m *messages.DescribePodWorker) 
 		ctx.Respond(&messages.PodWorkerDescription{UID: m.UID})
 		return
 	}
-	if !w.stopping && !w.failed {
+	if !w.stopping && !w.failed && !w.restarting {
 		ctx.Forward(w.pid)
 		return
 	}
 	d := &messages.PodWorkerDescription{Found: true, UID: m.UID, FullName: w.fullName, WorkType: w.state,
 		RestartRequested: w.restartRequested, LastSyncError: w.lastErr, ActorRestarts: w.restarts}
+	if w.restarting {
+		d.LastSyncError = fmt.Sprintf("pod worker restarting after a panic: %s", w.lastErr)
+	}
 	if w.failed {
 		d.LastSyncError = fmt.Sprintf("pod worker failed and is stopped (%s); respawning", w.lastErr)
 		d.NextSyncTime = w.failedAt.Add(s.cfg.WorkerRespawnDelay)
