@@ -18,6 +18,11 @@ import (
 	"github.com/actorlet/actorlet/messages"
 )
 
+var (
+	_ Runtime = &fake.Runtime{}
+	_ Cache   = &fake.Cache{}
+)
+
 // harness runs one pod actor under a recording parent.
 type harness struct {
 	t     *testing.T

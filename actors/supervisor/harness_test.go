@@ -16,6 +16,11 @@ import (
 	"github.com/actorlet/actorlet/messages"
 )
 
+var (
+	_ Runtime = &fake.Runtime{}
+	_ Cache   = &fake.Cache{}
+)
+
 // recorder stands in for the status and prober children.
 type recorder struct {
 	mu  sync.Mutex

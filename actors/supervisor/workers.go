@@ -217,6 +217,10 @@ func (s *supervisor) childFailed(m *childFailed) {
 
 // childTerminated handles a stopped child: a purged worker is forgotten (and
 // restarted when wanted again); any other stop is a failure, respawned later.
+// protoactor tells a parent about every child that stops, so children are
+// not watched as well (that would deliver Terminated twice); respawned
+// workers get a new name (uid~generation) so a late Terminated of the old
+// actor is never taken for the new one's.
 func (s *supervisor) childTerminated(ctx actor.Context, who *actor.PID) {
 	uid, ok := s.byPID[who.Id]
 	if !ok {
