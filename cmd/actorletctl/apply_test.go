@@ -133,32 +133,33 @@ func TestApply(t *testing.T) {
 func TestApplyWait(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
-	file := writeFile(t, dir, "web.yaml", podYAML("web"))
 
 	// The "node" reports statuses once the pod is written.
-	report := func(status func(*v1.Pod) *v1.Pod) {
+	report := func(name string, status func(*v1.Pod) *v1.Pod) {
 		eventually(t, 10*time.Second, func() error {
-			p := e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", "web"))
+			p := e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", name))
 			if p == nil {
 				return fmt.Errorf("not applied yet")
 			}
-			e.put(bus.StatusBucket, bus.StatusKey("n1", "default", "web"), status(p.DeepCopy()))
+			e.put(bus.StatusBucket, bus.StatusKey("n1", "default", name), status(p.DeepCopy()))
 			return nil
 		})
 	}
 
 	t.Run("running", func(t *testing.T) {
-		go report(func(p *v1.Pod) *v1.Pod {
+		go report("web", func(p *v1.Pod) *v1.Pod {
 			e.put(bus.StatusBucket, bus.StatusKey("n1", "default", "web"), waiting(p.DeepCopy(), "ContainerCreating", 0))
 			return running(p)
 		})
+		file := writeFile(t, dir, "web.yaml", podYAML("web"))
 		out, errOut, code := e.run(context.Background(), "", "apply", "-f", file, "--node", "n1", "--wait", "--wait-timeout", "20s")
 		if code != 0 || !strings.Contains(out, "pod/web: Running on n1 - ready") {
 			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 		}
 	})
 	t.Run("crash loop fails", func(t *testing.T) {
-		go report(func(p *v1.Pod) *v1.Pod { return waiting(p, "CrashLoopBackOff", 3) })
+		go report("crash", func(p *v1.Pod) *v1.Pod { return waiting(p, "CrashLoopBackOff", 3) })
+		file := writeFile(t, dir, "crash.yaml", podYAML("crash"))
 		out, errOut, code := e.run(context.Background(), "", "apply", "-f", file, "--node", "n1", "--wait", "--wait-timeout", "20s")
 		if code != 1 || !strings.Contains(errOut, "CrashLoopBackOff") {
 			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
