@@ -52,10 +52,20 @@ func (p *plegActor) watchEvents(ctx context.Context, gen int) {
 			p.send(containerEventsObserved{gen: gen, events: events})
 		}
 	}
+	// While the stream is up and nothing is queued, every change the
+	// runtime made before now has been applied to the cache: advance the
+	// cache-wide time, so pod workers waiting for status newer than their
+	// last sync need not wait for the safety-net relist.
+	fresh := p.cfg.Clock.NewTicker(p.cfg.RelistPeriod)
+	defer fresh.Stop()
 	for {
 		select {
 		case ev := <-ch:
 			handle(ev)
+		case <-fresh.C():
+			if established.Load() && len(ch) == 0 {
+				p.cfg.Cache.UpdateTime(p.cfg.Clock.Now())
+			}
 		case err := <-errc:
 			for drained := false; !drained; {
 				select {

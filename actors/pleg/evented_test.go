@@ -237,3 +237,43 @@ func TestEventedPLEG(t *testing.T) {
 		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c3"})
 	})
 }
+
+// While the event stream is up and idle, the cache-wide time advances every
+// relist period without a relist, so pod workers waiting for status newer
+// than their last sync are not held until the safety-net relist.
+func TestEventedPLEGKeepsCacheFreshBetweenRelists(t *testing.T) {
+	cfg, fake, lister, clk := newTestConfig()
+	cfg.EventedRelistPeriod = time.Minute
+	stream := newStreamingRuntime(fake)
+	cfg.CRI = stream
+	spawnPLEG(t, cfg)
+	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
+
+	lastSync := clk.Now().Add(500 * time.Millisecond)
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := cfg.Cache.GetNewerThan(ctx, "u1", lastSync)
+		got <- err
+	}()
+	// Step the clock tick by tick until the waiter is released; it must be
+	// within a few relist periods, long before the minute-long relist.
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("GetNewerThan: %v", err)
+			}
+			if n := lister.calls(); n != 1 {
+				t.Fatalf("relisted %d times; freshness must come from the idle stream", n)
+			}
+			return
+		default:
+		}
+		clk.Step(cfg.RelistPeriod)
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("cache never became newer than the last sync while the stream was idle")
+}
