@@ -68,7 +68,7 @@ func (n *ActorNode) ask(ctx context.Context, pid *actor.PID, msg any) (any, erro
 
 // ListPods asks the status actor for every pod with its status.
 func (n *ActorNode) ListPods(ctx context.Context) ([]*v1.Pod, error) {
-	res, err := n.ask(ctx, n.Status, messages.ListPodStatuses{})
+	res, err := n.ask(ctx, n.Status, &messages.ListPodStatuses{})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (n *ActorNode) DescribePod(ctx context.Context, namespace, name string) (*D
 		return nil, err
 	}
 	d := &Description{Pod: p}
-	res, err := n.ask(ctx, n.Supervisor, messages.DescribePodWorker{UID: p.UID})
+	res, err := n.ask(ctx, n.Supervisor, &messages.DescribePodWorker{UID: p.UID})
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func (n *ActorNode) DescribePod(ctx context.Context, namespace, name string) (*D
 		return nil, fmt.Errorf("supervisor answered %T, want PodWorkerDescription", res)
 	}
 	if n.Prober != nil {
-		res, err := n.ask(ctx, n.Prober, messages.ListProbes{UID: p.UID})
+		res, err := n.ask(ctx, n.Prober, &messages.ListProbes{UID: p.UID})
 		if err != nil {
 			return nil, err
 		}
@@ -260,7 +260,7 @@ func (n *ActorNode) Restart(ctx context.Context, namespace, name, containerName 
 	if containerName != "" && !inSpec(p, containerName) {
 		return NotFound("container %q in pod %s/%s", containerName, namespace, name)
 	}
-	n.Root.Send(n.Supervisor, messages.RestartPod{UID: p.UID, Container: containerName})
+	n.Root.Send(n.Supervisor, &messages.RestartPod{UID: p.UID, Container: containerName})
 	return nil
 }
 
@@ -270,7 +270,7 @@ func (n *ActorNode) Evict(ctx context.Context, namespace, name string, gracePeri
 	if err != nil {
 		return err
 	}
-	n.Root.Send(n.Supervisor, messages.TerminatePod{
+	n.Root.Send(n.Supervisor, &messages.TerminatePod{
 		UID:                p.UID,
 		GracePeriodSeconds: gracePeriodSeconds,
 		Evict:              true,

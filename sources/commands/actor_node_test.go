@@ -50,7 +50,7 @@ func testActors(t *testing.T, pods ...*v1.Pod) (*ActorNode, chan any) {
 	root := system.Root
 	told := make(chan any, 10)
 	status := root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		if _, ok := ctx.Message().(messages.ListPodStatuses); ok {
+		if _, ok := ctx.Message().(*messages.ListPodStatuses); ok {
 			var l messages.PodStatusList
 			for _, p := range pods {
 				l.Pods = append(l.Pods, messages.PodStatusChanged{Pod: p.DeepCopy()})
@@ -60,15 +60,15 @@ func testActors(t *testing.T, pods ...*v1.Pod) (*ActorNode, chan any) {
 	}))
 	supervisor := root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
-		case messages.DescribePodWorker:
-			ctx.Respond(messages.PodWorkerDescription{Found: true, UID: m.UID, WorkType: messages.SyncWork, LastSyncError: "none"})
-		case messages.RestartPod, messages.TerminatePod:
+		case *messages.DescribePodWorker:
+			ctx.Respond(&messages.PodWorkerDescription{Found: true, UID: m.UID, WorkType: messages.SyncWork, LastSyncError: "none"})
+		case *messages.RestartPod, *messages.TerminatePod:
 			told <- m
 		}
 	}))
 	prober := root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		if m, ok := ctx.Message().(messages.ListProbes); ok {
-			ctx.Respond(messages.ProbeStates{Probes: []messages.ProbeState{{ContainerName: "app", Kind: messages.Readiness, Result: messages.ProbeSuccess, ContainerID: string(m.UID)}}})
+		if m, ok := ctx.Message().(*messages.ListProbes); ok {
+			ctx.Respond(&messages.ProbeStates{Probes: []messages.ProbeState{{ContainerName: "app", Kind: messages.Readiness, Result: messages.ProbeSuccess, ContainerID: string(m.UID)}}})
 		}
 	}))
 	n := &ActorNode{
@@ -149,7 +149,7 @@ func TestActorNodeCommands(t *testing.T) {
 	if err := n.Restart(ctx, "default", "web", "app"); err != nil {
 		t.Fatal(err)
 	}
-	if m := <-told; m != (messages.RestartPod{UID: "u1", Container: "app"}) {
+	if m := *(<-told).(*messages.RestartPod); m != (messages.RestartPod{UID: "u1", Container: "app"}) {
 		t.Fatalf("supervisor got %#v", m)
 	}
 	if err := n.Restart(ctx, "default", "web", "nope"); !IsNotFound(err) {
@@ -159,7 +159,7 @@ func TestActorNodeCommands(t *testing.T) {
 	if err := n.Evict(ctx, "default", "web", &g, "NodePressure"); err != nil {
 		t.Fatal(err)
 	}
-	m := (<-told).(messages.TerminatePod)
+	m := *(<-told).(*messages.TerminatePod)
 	if m.UID != "u1" || !m.Evict || m.Reason != "NodePressure" || *m.GracePeriodSeconds != 3 {
 		t.Fatalf("supervisor got %#v", m)
 	}
@@ -190,7 +190,7 @@ func TestActorNodeBehindService(t *testing.T) {
 	if _, err := c.Evict(context.Background(), "n1", "default", "web", nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if m := (<-told).(messages.TerminatePod); m.Reason != "Evicted" || m.GracePeriodSeconds != nil {
+	if m := *(<-told).(*messages.TerminatePod); m.Reason != "Evicted" || m.GracePeriodSeconds != nil {
 		t.Fatalf("supervisor got %#v", m)
 	}
 }
