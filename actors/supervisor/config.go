@@ -73,6 +73,11 @@ type Config struct {
 	WorkerRespawnDelay      time.Duration
 
 	Children Children
+
+	// PropsOptions are applied to every actor the supervisor spawns (pod
+	// actors and the core children): the agent uses them for metrics
+	// middleware and instrumented mailboxes.
+	PropsOptions []actor.PropsOption
 }
 
 // Validate names the first invalid field.

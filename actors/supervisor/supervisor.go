@@ -191,7 +191,7 @@ func (s *supervisor) spawnChild(ctx actor.Context, name string, props func() *ac
 	if props == nil {
 		return nil
 	}
-	pid, err := ctx.SpawnNamed(props(), name)
+	pid, err := ctx.SpawnNamed(props().Configure(s.cfg.PropsOptions...), name)
 	if err != nil {
 		klog.ErrorS(err, "Failed to spawn child actor, retrying at housekeeping", "actor", name)
 		s.lostChildren[name] = props

@@ -98,7 +98,7 @@ func (s *supervisor) spawnWorker(ctx actor.Context, uid types.UID, generation in
 		klog.ErrorS(err, "Cannot build pod worker", "podUID", uid)
 		return nil
 	}
-	pid, err := ctx.SpawnNamed(props, actorName(string(uid), generation))
+	pid, err := ctx.SpawnNamed(props.Configure(s.cfg.PropsOptions...), actorName(string(uid), generation))
 	if err != nil {
 		klog.ErrorS(err, "Cannot spawn pod worker", "podUID", uid)
 		return nil
