@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/actorlet/actorlet/actors/pleg"
+	"github.com/actorlet/actorlet/actors/prober"
+	"github.com/actorlet/actorlet/actors/status"
+	"github.com/actorlet/actorlet/actors/supervisor"
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/kuberuntime"
+	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/sources/commands"
+	"github.com/actorlet/actorlet/sources/events"
+	"github.com/actorlet/actorlet/sources/file"
+	"github.com/actorlet/actorlet/sources/mux"
+	"github.com/actorlet/actorlet/sources/publish"
+	"github.com/actorlet/actorlet/sources/remote"
+)
+
+// agent is one running node: the runtime, the bus, the actor tree and the
+// sources, started in that order and stopped in reverse.
+type agent struct {
+	cfg     config
+	started time.Time
+	closers []func() // run in reverse on shutdown
+
+	runtime    cri.Runtime
+	runtimeVer string
+	manager    *kuberuntime.Manager
+	conn       *bus.Conn
+	recorder   *events.Recorder
+	system     *actor.ActorSystem
+	supervisor *actor.PID
+	remote     *remote.Source
+	metrics    *agentMetrics
+}
+
+// run starts the agent and blocks until ctx ends, then stops it, leaving
+// the pods running: a restarted agent adopts them.
+func run(ctx context.Context, cfg config) error {
+	a := &agent{cfg: cfg, started: time.Now(), metrics: newAgentMetrics()}
+	defer a.shutdown()
+	if err := a.start(ctx); err != nil {
+		return err
+	}
+	klog.InfoS("Agent running", "node", cfg.NodeName, "runtime", a.runtimeVer, "bus", a.conn.ClientURL(),
+		"rootDir", cfg.RootDir, "manifests", cfg.PodManifestPath)
+	<-ctx.Done()
+	klog.InfoS("Agent stopping; pods keep running", "node", cfg.NodeName)
+	return nil
+}
+
+func (a *agent) onShutdown(f func()) { a.closers = append(a.closers, f) }
+
+func (a *agent) shutdown() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+}
+
+func (a *agent) start(ctx context.Context) error {
+	cfg := a.cfg
+	for _, d := range []string{cfg.RootDir, cfg.PodLogsDir, filepath.Join(cfg.RootDir, "pods")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	if a.cfg.NodeIP == "" {
+		a.cfg.NodeIP = firstHostIP()
+	}
+	if err := a.startRuntime(ctx); err != nil {
+		return err
+	}
+	if err := a.startBus(ctx); err != nil {
+		return err
+	}
+	a.recorder = events.NewRecorder(a.conn.JS, cfg.NodeName)
+	a.onShutdown(a.recorder.Stop)
+	a.manager = kuberuntime.NewManager(a.runtime, kuberuntime.Options{
+		PodLogsDir: cfg.PodLogsDir,
+		PodsDir:    filepath.Join(cfg.RootDir, "pods"),
+		HostIP:     a.cfg.NodeIP,
+		Recorder:   a.recorder,
+	})
+	if err := a.startActors(); err != nil {
+		return err
+	}
+	if err := a.startSources(ctx); err != nil {
+		return err
+	}
+	return a.startNodeServices(ctx)
+}
+
+// startRuntime connects to the CRI endpoint, or starts the embedded process
+// runtime when none is given.
+func (a *agent) startRuntime(ctx context.Context) error {
+	endpoint := a.cfg.ContainerRuntimeEndpoint
+	if endpoint == "" {
+		dir := filepath.Join(a.cfg.RootDir, "runtime")
+		endpoint = "unix://" + filepath.Join(dir, "cri.sock")
+		rt, err := procruntime.Start(procruntime.Options{RootDir: dir, HostIP: a.cfg.NodeIP}, endpoint)
+		if err != nil {
+			return fmt.Errorf("start the embedded process runtime: %w", err)
+		}
+		a.onShutdown(rt.Stop) // containers keep running under their shims
+		klog.InfoS("Embedded process runtime started", "endpoint", endpoint)
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	client, err := cri.Dial(dialCtx, endpoint, cri.WithTimeout(a.cfg.RuntimeRequestTimeout), cri.WithLongTimeout(2*a.cfg.RuntimeRequestTimeout))
+	if err != nil {
+		return fmt.Errorf("connect to the container runtime: %w", err)
+	}
+	a.onShutdown(func() { _ = client.Close() })
+	a.runtime = client
+	if v, err := client.Version(dialCtx, "v1"); err == nil {
+		a.runtimeVer = v.RuntimeName + "://" + v.RuntimeVersion
+	}
+	return nil
+}
+
+func (a *agent) startBus(ctx context.Context) error {
+	n := a.cfg.NATS
+	conn, err := bus.Connect(ctx, bus.Options{
+		URL: n.URL, User: n.User, Password: n.Password, Token: n.Token, CredsFile: n.CredsFile,
+		TLSCA: n.TLSCA, TLSCert: n.TLSCert, TLSKey: n.TLSKey,
+		EmbeddedHost: n.Host, EmbeddedPort: n.Port,
+		StoreDir: filepath.Join(a.cfg.RootDir, "nats"),
+		Name:     "actorlet-" + a.cfg.NodeName,
+	})
+	if err != nil {
+		return fmt.Errorf("connect to NATS: %w", err)
+	}
+	a.conn = conn
+	a.onShutdown(conn.Close)
+	ensureCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := conn.EnsureProtocol(ensureCtx); err != nil {
+		return fmt.Errorf("create the bus buckets and streams: %w", err)
+	}
+	return nil
+}
+
+// startActors spawns the actor tree:
+//
+//	supervisor (sync loop)
+//	├── pleg
+//	├── prober ── one worker per (pod, container, probe kind)
+//	├── status ── status sink (the bus)
+//	└── <pod uid> … one pod actor per pod
+func (a *agent) startActors() error {
+	cfg := a.cfg
+	cache := pleg.NewCache(clock.RealClock{})
+	publisher, err := publish.NewStatusPublisher(publish.StatusConfig{JS: a.conn.JS, NodeName: cfg.NodeName})
+	if err != nil {
+		return fmt.Errorf("start the status publisher: %w", err)
+	}
+	a.onShutdown(publisher.Stop)
+	sink := &agentSink{next: publisher, metrics: a.metrics, finalize: a.finalize}
+
+	plegCfg := pleg.Config{Runtime: a.manager, CRI: a.runtime, Cache: cache, RelistPeriod: cfg.RelistPeriod, Observer: a.metrics.observeRelist}
+	if err := plegCfg.Validate(); err != nil {
+		return err
+	}
+	statusCfg := status.Config{Sink: sink}
+	supCfg := supervisor.Config{
+		Runtime:        managerAdapter{a.manager},
+		Cache:          cache,
+		Clock:          clock.RealClock{},
+		NodeName:       cfg.NodeName,
+		NodeLabels:     a.nodeLabels(),
+		Allocatable:    allocatable(cfg.MaxPods),
+		MaxPods:        cfg.MaxPods,
+		ResyncInterval: cfg.SyncFrequency,
+		Children: supervisor.Children{
+			PLEG:   func() *actor.Props { return pleg.Props(plegCfg) },
+			Prober: func() *actor.Props { return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder}) },
+			Status: func() *actor.Props { return status.Props(statusCfg) },
+		},
+		PropsOptions: a.metrics.actorPropsOptions(),
+	}
+	if err := supCfg.Validate(); err != nil {
+		return err
+	}
+	a.system = supervisor.NewActorSystem()
+	pid, err := a.system.Root.SpawnNamed(supervisor.Props(supCfg).Configure(supCfg.PropsOptions...), "supervisor")
+	if err != nil {
+		return fmt.Errorf("spawn the supervisor: %w", err)
+	}
+	a.supervisor = pid
+	a.onShutdown(func() {
+		if err := a.system.Root.StopFuture(pid).Wait(); err != nil {
+			klog.ErrorS(err, "Supervisor did not stop in time")
+		}
+		a.system.Shutdown()
+	})
+	return nil
+}
+
+// child is the PID of one of the supervisor's named children.
+func (a *agent) child(name string) *actor.PID {
+	return actor.NewPID(a.system.Address(), a.supervisor.Id+"/"+name)
+}
+
+func (a *agent) startSources(ctx context.Context) error {
+	cfg := a.cfg
+	root := a.system.Root
+	m := mux.New(func(u messages.PodUpdate) {
+		a.metrics.observeUpdate(u)
+		root.Send(a.supervisor, &u)
+	})
+	m.SetRecorder(a.recorder)
+	m.OnReady(func(r messages.SourcesReady) { root.Send(a.supervisor, &r) })
+	// Register every source before any of them delivers, so readiness waits
+	// for all of them.
+	remoteOut := m.Channel(messages.SourceRemote)
+	var fileOut func(messages.PodUpdate)
+	if cfg.PodManifestPath != "" {
+		fileOut = m.Channel(messages.SourceFile)
+	}
+	if fileOut != nil {
+		src, err := file.Start(ctx, file.Config{Dir: cfg.PodManifestPath, NodeName: cfg.NodeName, Out: fileOut, Recorder: a.recorder})
+		if err != nil {
+			return fmt.Errorf("start the static pod source: %w", err)
+		}
+		a.onShutdown(src.Stop)
+	}
+	src, err := remote.Start(ctx, remote.Config{
+		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), Out: remoteOut, Recorder: a.recorder,
+		OnInvalid: func(key string, err error) { a.metrics.invalidUpdates.Inc() },
+	})
+	if err != nil {
+		return fmt.Errorf("start the remote pod source: %w", err)
+	}
+	a.remote = src
+	a.onShutdown(src.Stop)
+	return nil
+}
+
+func (a *agent) startNodeServices(ctx context.Context) error {
+	cfg := a.cfg
+	hb, err := publish.StartHeartbeat(ctx, publish.HeartbeatConfig{
+		JS: a.conn.JS, NodeName: cfg.NodeName, Period: cfg.NodeStatusUpdateFrequency,
+		Conditions: a.nodeConditions, Version: version, RuntimeVersion: a.runtimeVer,
+		Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods,
+	})
+	if err != nil {
+		return fmt.Errorf("start the node heartbeat: %w", err)
+	}
+	a.onShutdown(hb.Stop)
+	node := &commands.ActorNode{
+		Root: a.system.Root, Supervisor: a.supervisor, Status: a.child("status"), Prober: a.child("prober"),
+		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
+	}
+	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{NodeName: cfg.NodeName, Version: version})
+	if err != nil {
+		return fmt.Errorf("start the command service: %w", err)
+	}
+	a.onShutdown(func() { _ = svc.Stop() })
+	a.metrics.register(a)
+	if cfg.HealthzPort > 0 {
+		stop, err := serveHTTP(net.JoinHostPort(cfg.HealthzBindAddress, fmt.Sprint(cfg.HealthzPort)), a)
+		if err != nil {
+			return err
+		}
+		a.onShutdown(stop)
+	}
+	return nil
+}
+
+// nodeConditions asks the supervisor for the node's health.
+func (a *agent) nodeConditions(ctx context.Context) (messages.NodeConditions, error) {
+	timeout := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	res, err := a.system.Root.RequestFuture(a.supervisor, &messages.GetNodeConditions{}, timeout).Result()
+	if err != nil {
+		return messages.NodeConditions{}, fmt.Errorf("ask the supervisor for node conditions: %w", err)
+	}
+	switch c := res.(type) {
+	case messages.NodeConditions:
+		return c, nil
+	case *messages.NodeConditions:
+		return *c, nil
+	}
+	return messages.NodeConditions{}, fmt.Errorf("unexpected reply %T to GetNodeConditions", res)
+}
+
+// finalize removes the desired entry of a gracefully deleted remote pod once
+// it has terminated, as the API server does once the kubelet reports it.
+func (a *agent) finalize(pod *v1.Pod) {
+	if a.remote == nil || pod.Annotations[messages.ConfigSourceAnnotation] != messages.SourceRemote {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.remote.Finalize(ctx, pod); err != nil {
+			klog.ErrorS(err, "Failed to finalize deleted pod", "pod", klog.KObj(pod))
+		}
+	}()
+}
+
+func (a *agent) nodeLabels() map[string]string {
+	l := map[string]string{
+		"kubernetes.io/hostname": a.cfg.NodeName,
+		"kubernetes.io/os":       runtime.GOOS,
+		"kubernetes.io/arch":     runtime.GOARCH,
+	}
+	for k, v := range a.cfg.NodeLabels {
+		l[k] = v
+	}
+	return l
+}
+
+// managerAdapter presents the runtime manager's SyncPod result as an error,
+// the shape pod actors use.
+type managerAdapter struct{ *kuberuntime.Manager }
+
+func (m managerAdapter) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) error {
+	return m.Manager.SyncPod(ctx, pod, status, failedProbes).Error()
+}
+
+var _ supervisor.Runtime = managerAdapter{}
+
+// allocatable is what admission checks pods against: the machine's CPUs and
+// memory, and the pod limit.
+func allocatable(maxPods int) v1.ResourceList {
+	l := v1.ResourceList{
+		v1.ResourceCPU:  *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		v1.ResourcePods: *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
+	}
+	if mem := memTotal(); mem > 0 {
+		l[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	}
+	return l
+}
+
+func memTotal() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var kb int64
+	if _, err := fmt.Sscanf(string(data), "MemTotal: %d kB", &kb); err != nil {
+		return 0
+	}
+	return kb * 1024
+}
+
+// firstHostIP is the node's address when --node-ip is not given.
+func firstHostIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+				return n.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// agentSink sits between the status actor and the publisher: it feeds the
+// pod start metric and finalizes gracefully deleted pods once terminated.
+type agentSink struct {
+	next     status.Sink
+	metrics  *agentMetrics
+	finalize func(*v1.Pod)
+}
+
+func (s *agentSink) PodStatusChanged(c messages.PodStatusChanged) {
+	s.next.PodStatusChanged(c)
+	s.metrics.observeStatus(c.Pod)
+	if c.Pod.DeletionTimestamp != nil && terminated(c.Pod) {
+		s.finalize(c.Pod)
+	}
+}
+
+func (s *agentSink) PodStatusRemoved(pod *v1.Pod) {
+	s.next.PodStatusRemoved(pod)
+	s.metrics.forget(pod.UID)
+}
+
+// terminated reports whether no container of pod is running or about to.
+func terminated(pod *v1.Pod) bool {
+	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return true
+	}
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if cs.State.Terminated == nil {
+			return false
+		}
+	}
+	return len(pod.Status.ContainerStatuses) > 0
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// config is everything the agent can be told, by flag or by the --config
+// file. Flags carry the kubelet's names where one exists; a flag given on
+// the command line wins over the file.
+type config struct {
+	NodeName                 string            `json:"nodeName"`
+	NodeLabels               map[string]string `json:"nodeLabels"`
+	NodeIP                   string            `json:"nodeIP"`
+	RootDir                  string            `json:"rootDir"`
+	PodManifestPath          string            `json:"podManifestPath"`
+	ContainerRuntimeEndpoint string            `json:"containerRuntimeEndpoint"`
+	RuntimeRequestTimeout    time.Duration     `json:"runtimeRequestTimeout"`
+	MaxPods                  int               `json:"maxPods"`
+	PodLogsDir               string            `json:"podLogsDir"`
+
+	SyncFrequency             time.Duration `json:"syncFrequency"`
+	RelistPeriod              time.Duration `json:"relistPeriod"`
+	NodeStatusUpdateFrequency time.Duration `json:"nodeStatusUpdateFrequency"`
+
+	HealthzBindAddress string `json:"healthzBindAddress"`
+	HealthzPort        int    `json:"healthzPort"`
+
+	NATS natsConfig `json:"nats"`
+}
+
+type natsConfig struct {
+	URL       string `json:"url"`
+	User      string `json:"user"`
+	Password  string `json:"password"`
+	Token     string `json:"token"`
+	CredsFile string `json:"credsFile"`
+	TLSCA     string `json:"tlsCA"`
+	TLSCert   string `json:"tlsCert"`
+	TLSKey    string `json:"tlsKey"`
+	// Host and Port of the embedded server's client listener.
+	Host string `json:"host"`
+	Port int    `json:"port"`
+}
+
+func defaultConfig() config {
+	host, _ := os.Hostname()
+	return config{
+		NodeName:                  strings.ToLower(host),
+		RootDir:                   "/var/lib/actorlet",
+		RuntimeRequestTimeout:     2 * time.Minute,
+		MaxPods:                   110,
+		SyncFrequency:             time.Minute,
+		RelistPeriod:              time.Second,
+		NodeStatusUpdateFrequency: 10 * time.Second,
+		HealthzBindAddress:        "127.0.0.1",
+		HealthzPort:               10248,
+		NATS:                      natsConfig{Host: "127.0.0.1", Port: 4222},
+	}
+}
+
+// parseConfig reads flags (and the --config file they may name).
+func parseConfig(args []string) (config, error) {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("actorlet", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "actorlet: a node agent running pods through CRI as an actor system.\n\n"+
+			"Usage:\n  actorlet [flags]                 run the agent\n  actorlet runtime [flags]         run only the embedded process runtime (a CRI server)\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	configFile := fs.String("config", "", "YAML file with any of the settings below (flags given on the command line win)")
+	fs.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name of this node")
+	labels := fs.String("node-labels", "", "labels of this node, k=v,k2=v2 (fleet pods select nodes by them)")
+	fs.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "IP address reported for the node and for host-network pods (default: first non-loopback address)")
+	fs.StringVar(&cfg.RootDir, "root-dir", cfg.RootDir, "directory for the agent's state: pods, logs, embedded runtime and NATS store")
+	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", cfg.PodManifestPath, "directory of static pod manifests (YAML/JSON); empty disables static pods")
+	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", cfg.ContainerRuntimeEndpoint, "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; empty runs the embedded process runtime")
+	fs.DurationVar(&cfg.RuntimeRequestTimeout, "runtime-request-timeout", cfg.RuntimeRequestTimeout, "timeout of ordinary CRI calls (sandbox calls and pulls get twice this)")
+	fs.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "number of pods this node admits")
+	fs.StringVar(&cfg.PodLogsDir, "pod-logs-dir", cfg.PodLogsDir, "root of container logs (default <root-dir>/pod-logs)")
+	fs.DurationVar(&cfg.SyncFrequency, "sync-frequency", cfg.SyncFrequency, "resync interval of a healthy pod")
+	fs.DurationVar(&cfg.RelistPeriod, "relist-period", cfg.RelistPeriod, "PLEG relist interval (sub-second allowed)")
+	fs.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", cfg.NodeStatusUpdateFrequency, "node heartbeat period")
+	fs.StringVar(&cfg.HealthzBindAddress, "healthz-bind-address", cfg.HealthzBindAddress, "address of the /healthz and /metrics server")
+	fs.IntVar(&cfg.HealthzPort, "healthz-port", cfg.HealthzPort, "port of the /healthz and /metrics server (0 disables it)")
+	fs.StringVar(&cfg.NATS.URL, "nats-url", cfg.NATS.URL, "NATS server(s) to join, comma-separated; empty runs an embedded server")
+	fs.StringVar(&cfg.NATS.User, "nats-user", cfg.NATS.User, "NATS user")
+	fs.StringVar(&cfg.NATS.Password, "nats-password", cfg.NATS.Password, "NATS password")
+	fs.StringVar(&cfg.NATS.Token, "nats-token", cfg.NATS.Token, "NATS token")
+	fs.StringVar(&cfg.NATS.CredsFile, "nats-creds", cfg.NATS.CredsFile, "NATS .creds file (user JWT and NKey seed)")
+	fs.StringVar(&cfg.NATS.TLSCA, "nats-tls-ca", cfg.NATS.TLSCA, "CA bundle to verify the NATS server")
+	fs.StringVar(&cfg.NATS.TLSCert, "nats-tls-cert", cfg.NATS.TLSCert, "client certificate for NATS mutual TLS")
+	fs.StringVar(&cfg.NATS.TLSKey, "nats-tls-key", cfg.NATS.TLSKey, "client key for NATS mutual TLS")
+	fs.StringVar(&cfg.NATS.Host, "nats-host", cfg.NATS.Host, "address the embedded NATS server listens on")
+	fs.IntVar(&cfg.NATS.Port, "nats-port", cfg.NATS.Port, "client port of the embedded NATS server (-1: random)")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity (klog)")
+	fs.Var(klogFlags.Lookup("vmodule").Value, "vmodule", "per-file log verbosity (klog)")
+
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q (see actorlet -h)", fs.Arg(0))
+	}
+	if *configFile != "" {
+		fromFile := defaultConfig()
+		data, err := os.ReadFile(*configFile)
+		if err != nil {
+			return cfg, fmt.Errorf("read --config: %w", err)
+		}
+		if err := yaml.UnmarshalStrict(data, &fromFile); err != nil {
+			return cfg, fmt.Errorf("--config %s: %w", *configFile, err)
+		}
+		// The flag variables point into cfg: load the file's values there,
+		// then parse again so flags given on the command line win.
+		cfg = fromFile
+		if err := fs.Parse(args); err != nil {
+			return cfg, err
+		}
+	}
+	if *labels != "" {
+		l, err := parseLabels(*labels)
+		if err != nil {
+			return cfg, fmt.Errorf("--node-labels: %w", err)
+		}
+		cfg.NodeLabels = l
+	}
+	return cfg, cfg.complete()
+}
+
+// complete fills derived defaults and checks the result.
+func (c *config) complete() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("node-name: required (the host name could not be read)"))
+	}
+	if c.RootDir == "" {
+		errs = append(errs, errors.New("root-dir: required"))
+	} else if abs, err := filepath.Abs(c.RootDir); err == nil {
+		c.RootDir = abs
+	}
+	if c.PodLogsDir == "" {
+		c.PodLogsDir = filepath.Join(c.RootDir, "pod-logs")
+	}
+	if c.MaxPods <= 0 {
+		errs = append(errs, fmt.Errorf("max-pods: must be positive, got %d", c.MaxPods))
+	}
+	if c.RelistPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("relist-period: must be positive, got %s", c.RelistPeriod))
+	}
+	if c.SyncFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("sync-frequency: must be positive, got %s", c.SyncFrequency))
+	}
+	if c.NodeStatusUpdateFrequency <= 0 {
+		errs = append(errs, fmt.Errorf("node-status-update-frequency: must be positive, got %s", c.NodeStatusUpdateFrequency))
+	}
+	return errors.Join(errs...)
+}
+
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+// Command actorlet is the node agent: it runs the pods that its sources
+// (NATS and a static manifest directory) ask for, through a CRI runtime,
+// as a tree of actors. `actorlet runtime` runs only the embedded process
+// runtime, a CRI server any CRI client can use.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri/procruntime"
+)
+
+// version is the agent's version, set at build time with
+// -ldflags "-X main.version=…".
+var version = "0.1.0"
+
+func main() {
+	// Containers of the embedded runtime run under a shim that is this
+	// binary re-executed: it must take over before anything else runs.
+	procruntime.MaybeRunShim()
+	os.Exit(realMain(os.Args[1:]))
+}
+
+func realMain(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	defer klog.Flush()
+	var err error
+	if len(args) > 0 && args[0] == "runtime" {
+		err = runRuntime(ctx, args[1:])
+	} else if len(args) > 0 && args[0] == "version" {
+		fmt.Println("actorlet", version)
+		return 0
+	} else {
+		var cfg config
+		cfg, err = parseConfig(args)
+		if err == nil {
+			err = run(ctx, cfg)
+		}
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "actorlet:", err)
+		return 1
+	}
+	return 0
+}
+
+// runRuntime serves the embedded process runtime alone until ctx ends.
+func runRuntime(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("actorlet runtime", flag.ContinueOnError)
+	listen := fs.String("listen", "unix:///var/lib/actorlet/runtime/cri.sock", "unix socket to serve CRI v1 on")
+	root := fs.String("root-dir", "/var/lib/actorlet/runtime", "state directory of sandboxes, containers and images")
+	hostIP := fs.String("host-ip", "", "IP reported for every sandbox (default 127.0.0.1)")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity (klog)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rt, err := procruntime.Start(procruntime.Options{RootDir: *root, HostIP: *hostIP}, *listen)
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Process runtime serving CRI v1", "endpoint", *listen, "rootDir", *root)
+	<-ctx.Done()
+	rt.Stop() // containers keep running; a new runtime on the same root adopts them
+	return nil
+}
