@@ -2,6 +2,10 @@
 // across the bus. Facts are named in the past tense, commands in the
 // imperative. No type here has behaviour beyond String().
 //
+// Convention: messages travel between actors as pointers (&messages.SyncPod{…})
+// and receivers match pointer types; a sender must not modify a message after
+// sending it. Replies to requests are pointers too.
+//
 // Every message, with sender → receiver:
 //
 //	PodUpdate            sources mux → supervisor        desired pods changed (SET/ADD/UPDATE/DELETE/REMOVE/RECONCILE)
