@@ -30,12 +30,15 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 	var cleanup []types.UID
 	for uid, w := range s.workers {
 		switch {
-		case w.finished && !w.stopping:
+		case w.finished && !w.stopping && (s.pods[uid] == nil || w.restartRequested):
+			// A finished pod that is still desired stays finished, keeping
+			// its terminal status (an evicted or completed pod), until its
+			// source removes it or re-creates it (restartRequested).
 			klog.V(2).InfoS("Purging finished pod worker", "podUID", uid, "fullName", w.fullName)
 			w.stopping = true
 			ctx.Stop(w.pid)
-			s.tell(ctx, &messages.PodForgotten{UID: uid}, s.status, s.prober)
 			if s.pods[uid] == nil {
+				s.tell(ctx, &messages.PodForgotten{UID: uid}, s.status, s.prober)
 				cleanup = append(cleanup, uid)
 			}
 		case w.failed && !s.cfg.Clock.Now().Before(w.failedAt.Add(s.cfg.WorkerRespawnDelay)):

@@ -102,7 +102,7 @@ func TestReconcileDoesNotSyncOrRestart(t *testing.T) {
 	r := p.DeepCopy()
 	r.Status.Message = "status only"
 	h.send(&messages.PodUpdate{Op: messages.OpReconcile, Pods: []*v1.Pod{r}, Source: messages.SourceRemote})
-	h.never("sync on reconcile", func() bool { return h.syncsOf("a") != 1 || h.rt.Count(fake.OpKillContainer) > 0 })
+	h.never("sync on reconcile", func() bool { return h.syncsOf("a") != 1 || h.rt.Count(fake.OpRestartContainer) > 0 })
 }
 
 func TestSetSnapshotAddsAndRemoves(t *testing.T) {
@@ -268,10 +268,23 @@ func TestFinishedPodStaysDoneWhileStillListed(t *testing.T) {
 	h.add(newPod("a", "a", 1))
 	eventually(t, "finished", func() bool { return finished(h, "a") })
 	h.housekeep()
-	eventually(t, "purged", func() bool { return !h.describe("a").Found })
+	h.housekeep()
+	// Still desired: the worker stays finished (not purged), its terminal
+	// status is not forgotten, and updates are ignored.
+	if d := h.describe("a"); !d.Found || d.WorkType != messages.TerminatedWork {
+		t.Fatalf("a finished pod still listed must keep its finished worker, got %+v", d)
+	}
+	if n := len(recorded[*messages.PodForgotten](h.status)); n != 0 {
+		t.Fatalf("status of a finished pod still listed was forgotten (%d times)", n)
+	}
 	h.send(&messages.PodUpdate{Op: messages.OpUpdate, Pods: []*v1.Pod{newPod("a", "a", 1)}, Source: messages.SourceRemote})
 	h.clock.Step(2 * time.Second)
-	h.never("a done pod runs again", func() bool { return h.syncsOf("a") > 0 || h.describe("a").Found })
+	h.never("a done pod runs again", func() bool { return h.syncsOf("a") > 0 })
+	// Once its source removes it, it is purged and forgotten.
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{newPod("a", "a", 1)}, Source: messages.SourceRemote})
+	h.housekeep()
+	eventually(t, "purged after REMOVE", func() bool { return !h.describe("a").Found })
+	eventually(t, "forgotten after REMOVE", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
 }
 
 func TestTerminatePodEvictsWithReason(t *testing.T) {
@@ -299,7 +312,7 @@ func TestRestartPodIsForwarded(t *testing.T) {
 	h.add(newPod("a", "a", 1))
 	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
 	h.send(&messages.RestartPod{UID: "a"})
-	eventually(t, "container killed", func() bool { return h.rt.Count(fake.OpKillContainer) == 1 })
+	eventually(t, "container killed", func() bool { return h.rt.Count(fake.OpRestartContainer) == 1 })
 }
 
 func TestNodeConditionsAndDescribe(t *testing.T) {
