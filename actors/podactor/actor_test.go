@@ -287,16 +287,16 @@ func TestRestartPodKillsContainersThenSyncs(t *testing.T) {
 	h.send(&messages.RestartPod{UID: "u1", Container: "sidecar"})
 	eventually(t, "second sync", func() bool { return h.rt.Count(fake.OpSyncPod) == 2 })
 	all := h.rt.Calls("")
-	if k := h.rt.Calls(fake.OpKillContainer); len(k) != 1 || k[0].ContainerID != "c2" {
-		t.Fatalf("KillContainer calls = %+v, want c2 only", k)
+	if k := h.rt.Calls(fake.OpRestartContainer); len(k) != 1 || k[0].ContainerID != "c2" {
+		t.Fatalf("RestartContainer calls = %+v, want c2 only", k)
 	}
-	if all[len(all)-2].Op != fake.OpKillContainer || all[len(all)-1].Op != fake.OpSyncPod {
-		t.Fatalf("calls = %+v, want KillContainer then SyncPod", all)
+	if all[len(all)-2].Op != fake.OpRestartContainer || all[len(all)-1].Op != fake.OpSyncPod {
+		t.Fatalf("calls = %+v, want RestartContainer then SyncPod", all)
 	}
 	h.send(&messages.RestartPod{UID: "u1"})
 	eventually(t, "third sync", func() bool { return h.rt.Count(fake.OpSyncPod) == 3 })
-	if n := h.rt.Count(fake.OpKillContainer); n != 3 {
-		t.Fatalf("KillContainer calls = %d, want 3 after restarting all", n)
+	if n := h.rt.Count(fake.OpRestartContainer); n != 3 {
+		t.Fatalf("RestartContainer calls = %d, want 3 after restarting all", n)
 	}
 }
 

@@ -23,8 +23,10 @@ type Runtime interface {
 	// KillPod stops every container and sandbox of running. pod is nil for
 	// an orphan. gracePeriodOverride, when set, is the grace period to use.
 	KillPod(ctx context.Context, pod *v1.Pod, running *cri.Pod, gracePeriodOverride *int64) error
-	// KillContainer stops one container instance.
-	KillContainer(ctx context.Context, pod *v1.Pod, containerID, containerName, reason string, gracePeriodOverride *int64) error
+	// RestartContainer stops one container instance at an operator's request
+	// and clears its crash back-off: the next sync starts a fresh instance at
+	// once (an operator's restart is not a crash).
+	RestartContainer(ctx context.Context, pod *v1.Pod, containerID, containerName string) error
 	// GeneratePodStatus derives the API status of pod from the runtime status.
 	GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodStatus
 }

@@ -96,7 +96,7 @@ func restartContainers(ctx context.Context, rt Runtime, j syncJob, status *cri.P
 		if !j.restartAll && !want[c.Name] {
 			continue
 		}
-		if err := rt.KillContainer(ctx, j.pod, c.ID, c.Name, "Restart requested", nil); err != nil {
+		if err := rt.RestartContainer(ctx, j.pod, c.ID, c.Name); err != nil {
 			return fmt.Errorf("restart container %q (%s): %w", c.Name, c.ID, err)
 		}
 	}

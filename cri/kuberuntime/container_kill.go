@@ -191,3 +191,16 @@ func runningPod(pod *v1.Pod, status *cri.PodStatus) *cri.Pod {
 	}
 	return p
 }
+
+// RestartContainer stops one container at an operator's request and clears
+// its crash back-off, so the next sync starts a fresh instance at once: an
+// operator's restart is not a crash. The new instance counts as a restart.
+func (m *Manager) RestartContainer(ctx context.Context, pod *v1.Pod, containerID, containerName string) error {
+	if err := m.KillContainer(ctx, pod, containerID, containerName, "Restart requested", nil); err != nil {
+		return err
+	}
+	if c := findContainerSpec(pod, containerName); c != nil {
+		m.restartBackOff.reset(backOffKey{uid: pod.UID, name: containerName, hash: hashContainer(c)})
+	}
+	return nil
+}

@@ -267,3 +267,32 @@ func TestIntegrationMissingBinary(t *testing.T) {
 		t.Error("no Failed event")
 	}
 }
+
+// An operator's restart stops the instance and clears its crash back-off:
+// repeated restarts start a new instance at once every time, where the same
+// number of crashes would be in CrashLoopBackOff.
+func TestIntegrationRestartContainerIsNotACrash(t *testing.T) {
+	e := newProcEnv(t)
+	pod := shPod("restart", map[string]string{"c": "sleep 3600"}, "c")
+	e.syncUntil(t, pod, func(s v1.PodStatus) error {
+		if s.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", s.Phase)
+		}
+		return nil
+	})
+	for i := 1; i <= 3; i++ {
+		st, _ := e.status(t, pod)
+		running := st.FindContainerStatusByName("c")
+		if err := e.m.RestartContainer(context.Background(), pod, running.ID, "c"); err != nil {
+			t.Fatalf("restart %d: %v", i, err)
+		}
+		if err := e.sync(t, pod).Error(); err != nil {
+			t.Fatalf("sync after restart %d must start a new instance at once, got %v", i, err)
+		}
+		_, api := e.status(t, pod)
+		cs := api.ContainerStatuses[0]
+		if cs.State.Running == nil || int(cs.RestartCount) != i {
+			t.Fatalf("after restart %d: state %+v restartCount %d", i, cs.State, cs.RestartCount)
+		}
+	}
+}

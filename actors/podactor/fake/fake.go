@@ -21,7 +21,7 @@ import (
 const (
 	OpSyncPod              = "SyncPod"
 	OpKillPod              = "KillPod"
-	OpKillContainer        = "KillContainer"
+	OpRestartContainer     = "RestartContainer"
 	OpGetPods              = "GetPods"
 	OpRemoveDeadContainers = "RemoveDeadContainers"
 	OpCleanupPod           = "CleanupPod"
@@ -193,9 +193,9 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, running *cri.Pod, gr
 	return r.call(ctx, c)
 }
 
-// KillContainer records the call.
-func (r *Runtime) KillContainer(ctx context.Context, pod *v1.Pod, containerID, containerName, _ string, grace *int64) error {
-	return r.call(ctx, Call{Op: OpKillContainer, UID: pod.UID, Pod: pod, ContainerID: containerID, ContainerName: containerName, Grace: copyGrace(grace)})
+// RestartContainer records the call.
+func (r *Runtime) RestartContainer(ctx context.Context, pod *v1.Pod, containerID, containerName string) error {
+	return r.call(ctx, Call{Op: OpRestartContainer, UID: pod.UID, Pod: pod, ContainerID: containerID, ContainerName: containerName})
 }
 
 // GeneratePodStatus reports the configured phase.
