@@ -56,6 +56,11 @@ func podReason(p *v1.Pod) string {
 			reason = "Running"
 		}
 	}
+	// A pod ended by the node for a reason of its own (Evicted, a rejected
+	// admission) says so rather than showing its killed containers' reason.
+	if (p.Status.Phase == v1.PodFailed || p.Status.Phase == v1.PodSucceeded) && p.Status.Reason != "" {
+		reason = p.Status.Reason
+	}
 	if p.DeletionTimestamp != nil {
 		reason = "Terminating"
 	}
