@@ -15,12 +15,9 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cri/procruntime"
 )
-
-// version is the agent's version, set at build time with
-// -ldflags "-X main.version=…".
-var version = "0.1.0"
 
 func main() {
 	// Containers of the embedded runtime run under a shim that is this
@@ -37,13 +34,13 @@ func realMain(args []string) int {
 	if len(args) > 0 && args[0] == "runtime" {
 		err = runRuntime(ctx, args[1:])
 	} else if len(args) > 0 && args[0] == "version" {
-		fmt.Println("actorlet", version)
+		fmt.Println("actorlet", agent.Version)
 		return 0
 	} else {
-		var cfg config
-		cfg, err = parseConfig(args)
+		var cfg agent.Config
+		cfg, err = agent.ParseFlags(args)
 		if err == nil {
-			err = run(ctx, cfg)
+			err = agent.Run(ctx, cfg)
 		}
 	}
 	switch {

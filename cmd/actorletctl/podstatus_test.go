@@ -10,7 +10,9 @@ import (
 func TestPodReason(t *testing.T) {
 	now := metav1.Now()
 	running := v1.ContainerState{Running: &v1.ContainerStateRunning{}}
-	waiting := func(r string) v1.ContainerState { return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: r}} }
+	waiting := func(r string) v1.ContainerState {
+		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: r}}
+	}
 	terminated := func(r string, code int32) v1.ContainerState {
 		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: r, ExitCode: code}}
 	}

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func newAgentMetrics() *agentMetrics {
 }
 
 // register hooks the metrics to the running agent's actor system.
-func (m *agentMetrics) register(a *agent) {
+func (m *agentMetrics) register(a *Agent) {
 	a.system.EventStream.Subscribe(func(evt interface{}) {
 		if e, ok := evt.(*actor.SupervisorEvent); ok && e.Directive == actor.RestartDirective {
 			m.restarts.Inc()
@@ -198,7 +198,7 @@ func (m *agentMetrics) updateGauges() {
 }
 
 // serveHTTP serves /healthz and /metrics until the returned stop is called.
-func serveHTTP(addr string, a *agent) (stop func(), err error) {
+func serveHTTP(addr string, a *Agent) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -228,7 +228,7 @@ func serveHTTP(addr string, a *agent) (stop func(), err error) {
 
 // healthy is the /healthz check: the bus is connected, the sync loop
 // answers, the runtime is ready and PLEG relists.
-func (a *agent) healthy(ctx context.Context) error {
+func (a *Agent) healthy(ctx context.Context) error {
 	if !a.conn.NC.IsConnected() {
 		return errors.New("not connected to NATS")
 	}

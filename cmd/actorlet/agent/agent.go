@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
@@ -32,12 +34,13 @@ import (
 	"github.com/actorlet/actorlet/sources/remote"
 )
 
-// agent is one running node: the runtime, the bus, the actor tree and the
+// Agent is one running node: the runtime, the bus, the actor tree and the
 // sources, started in that order and stopped in reverse.
-type agent struct {
-	cfg     config
-	started time.Time
-	closers []func() // run in reverse on shutdown
+type Agent struct {
+	cfg      Config
+	started  time.Time
+	stopOnce sync.Once
+	closers  []func() // run in reverse on shutdown
 
 	runtime    cri.Runtime
 	runtimeVer string
@@ -50,30 +53,72 @@ type agent struct {
 	metrics    *agentMetrics
 }
 
-// run starts the agent and blocks until ctx ends, then stops it, leaving
+// Version is the agent's version, set at build time with
+// -ldflags "-X github.com/actorlet/actorlet/cmd/actorlet/agent.Version=…".
+var Version = "0.1.0"
+
+// Run starts the agent and blocks until ctx ends, then stops it, leaving
 // the pods running: a restarted agent adopts them.
-func run(ctx context.Context, cfg config) error {
-	a := &agent{cfg: cfg, started: time.Now(), metrics: newAgentMetrics()}
-	defer a.shutdown()
-	if err := a.start(ctx); err != nil {
+func Run(ctx context.Context, cfg Config) error {
+	a, err := Start(ctx, cfg)
+	if err != nil {
 		return err
 	}
-	klog.InfoS("Agent running", "node", cfg.NodeName, "runtime", a.runtimeVer, "bus", a.conn.ClientURL(),
-		"rootDir", cfg.RootDir, "manifests", cfg.PodManifestPath)
 	<-ctx.Done()
-	klog.InfoS("Agent stopping; pods keep running", "node", cfg.NodeName)
+	a.Stop()
 	return nil
 }
 
-func (a *agent) onShutdown(f func()) { a.closers = append(a.closers, f) }
+// Start brings an agent up: runtime, bus, actor tree, sources and node
+// services. ctx bounds the agent's life (sources stop with it); Stop stops
+// everything and leaves the pods running.
+func Start(ctx context.Context, cfg Config) (*Agent, error) {
+	if err := cfg.complete(); err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, started: time.Now(), metrics: newAgentMetrics()}
+	if err := a.start(ctx); err != nil {
+		a.shutdown()
+		return nil, err
+	}
+	klog.InfoS("Agent running", "node", cfg.NodeName, "runtime", a.runtimeVer, "bus", a.conn.ClientURL(),
+		"rootDir", cfg.RootDir, "manifests", cfg.PodManifestPath)
+	return a, nil
+}
 
-func (a *agent) shutdown() {
+// Stop stops the agent; pods keep running. It is safe to call twice.
+func (a *Agent) Stop() {
+	a.stopOnce.Do(func() {
+		klog.InfoS("Agent stopping; pods keep running", "node", a.cfg.NodeName)
+		a.shutdown()
+	})
+}
+
+// NodeName is the node this agent runs.
+func (a *Agent) NodeName() string { return a.cfg.NodeName }
+
+// BusURL is the NATS URL the agent is connected to (the embedded server's
+// when it runs one).
+func (a *Agent) BusURL() string { return a.conn.ClientURL() }
+
+// ActorSystem is the agent's actor system, for tests and tools.
+func (a *Agent) ActorSystem() *actor.ActorSystem { return a.system }
+
+// Supervisor is the PID of the sync loop.
+func (a *Agent) Supervisor() *actor.PID { return a.supervisor }
+
+// MetricsGatherer is the agent's Prometheus registry.
+func (a *Agent) MetricsGatherer() prometheus.Gatherer { return a.metrics.reg }
+
+func (a *Agent) onShutdown(f func()) { a.closers = append(a.closers, f) }
+
+func (a *Agent) shutdown() {
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		a.closers[i]()
 	}
 }
 
-func (a *agent) start(ctx context.Context) error {
+func (a *Agent) start(ctx context.Context) error {
 	cfg := a.cfg
 	for _, d := range []string{cfg.RootDir, cfg.PodLogsDir, filepath.Join(cfg.RootDir, "pods")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -108,7 +153,14 @@ func (a *agent) start(ctx context.Context) error {
 
 // startRuntime connects to the CRI endpoint, or starts the embedded process
 // runtime when none is given.
-func (a *agent) startRuntime(ctx context.Context) error {
+func (a *Agent) startRuntime(ctx context.Context) error {
+	if a.cfg.Runtime != nil {
+		a.runtime = a.cfg.Runtime
+		if v, err := a.runtime.Version(ctx, "v1"); err == nil {
+			a.runtimeVer = v.RuntimeName + "://" + v.RuntimeVersion
+		}
+		return nil
+	}
 	endpoint := a.cfg.ContainerRuntimeEndpoint
 	if endpoint == "" {
 		dir := filepath.Join(a.cfg.RootDir, "runtime")
@@ -134,7 +186,7 @@ func (a *agent) startRuntime(ctx context.Context) error {
 	return nil
 }
 
-func (a *agent) startBus(ctx context.Context) error {
+func (a *Agent) startBus(ctx context.Context) error {
 	n := a.cfg.NATS
 	conn, err := bus.Connect(ctx, bus.Options{
 		URL: n.URL, User: n.User, Password: n.Password, Token: n.Token, CredsFile: n.CredsFile,
@@ -163,7 +215,7 @@ func (a *agent) startBus(ctx context.Context) error {
 //	├── prober ── one worker per (pod, container, probe kind)
 //	├── status ── status sink (the bus)
 //	└── <pod uid> … one pod actor per pod
-func (a *agent) startActors() error {
+func (a *Agent) startActors() error {
 	cfg := a.cfg
 	cache := pleg.NewCache(clock.RealClock{})
 	publisher, err := publish.NewStatusPublisher(publish.StatusConfig{JS: a.conn.JS, NodeName: cfg.NodeName})
@@ -213,11 +265,11 @@ func (a *agent) startActors() error {
 }
 
 // child is the PID of one of the supervisor's named children.
-func (a *agent) child(name string) *actor.PID {
+func (a *Agent) child(name string) *actor.PID {
 	return actor.NewPID(a.system.Address(), a.supervisor.Id+"/"+name)
 }
 
-func (a *agent) startSources(ctx context.Context) error {
+func (a *Agent) startSources(ctx context.Context) error {
 	cfg := a.cfg
 	root := a.system.Root
 	m := mux.New(func(u messages.PodUpdate) {
@@ -252,11 +304,11 @@ func (a *agent) startSources(ctx context.Context) error {
 	return nil
 }
 
-func (a *agent) startNodeServices(ctx context.Context) error {
+func (a *Agent) startNodeServices(ctx context.Context) error {
 	cfg := a.cfg
 	hb, err := publish.StartHeartbeat(ctx, publish.HeartbeatConfig{
 		JS: a.conn.JS, NodeName: cfg.NodeName, Period: cfg.NodeStatusUpdateFrequency,
-		Conditions: a.nodeConditions, Version: version, RuntimeVersion: a.runtimeVer,
+		Conditions: a.nodeConditions, Version: Version, RuntimeVersion: a.runtimeVer,
 		Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods,
 	})
 	if err != nil {
@@ -267,7 +319,7 @@ func (a *agent) startNodeServices(ctx context.Context) error {
 		Root: a.system.Root, Supervisor: a.supervisor, Status: a.child("status"), Prober: a.child("prober"),
 		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
 	}
-	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{NodeName: cfg.NodeName, Version: version})
+	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{NodeName: cfg.NodeName, Version: Version})
 	if err != nil {
 		return fmt.Errorf("start the command service: %w", err)
 	}
@@ -284,7 +336,7 @@ func (a *agent) startNodeServices(ctx context.Context) error {
 }
 
 // nodeConditions asks the supervisor for the node's health.
-func (a *agent) nodeConditions(ctx context.Context) (messages.NodeConditions, error) {
+func (a *Agent) nodeConditions(ctx context.Context) (messages.NodeConditions, error) {
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
@@ -304,7 +356,7 @@ func (a *agent) nodeConditions(ctx context.Context) (messages.NodeConditions, er
 
 // finalize removes the desired entry of a gracefully deleted remote pod once
 // it has terminated, as the API server does once the kubelet reports it.
-func (a *agent) finalize(pod *v1.Pod) {
+func (a *Agent) finalize(pod *v1.Pod) {
 	if a.remote == nil || pod.Annotations[messages.ConfigSourceAnnotation] != messages.SourceRemote {
 		return
 	}
@@ -317,7 +369,7 @@ func (a *agent) finalize(pod *v1.Pod) {
 	}()
 }
 
-func (a *agent) nodeLabels() map[string]string {
+func (a *Agent) nodeLabels() map[string]string {
 	l := map[string]string{
 		"kubernetes.io/hostname": a.cfg.NodeName,
 		"kubernetes.io/os":       runtime.GOOS,

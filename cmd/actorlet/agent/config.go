@@ -1,9 +1,10 @@
-package main
+package agent
 
 import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/actorlet/actorlet/cri"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +14,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// config is everything the agent can be told, by flag or by the --config
+// Config is everything the agent can be told, by flag or by the --config
 // file. Flags carry the kubelet's names where one exists; a flag given on
 // the command line wins over the file.
-type config struct {
+type Config struct {
 	NodeName                 string            `json:"nodeName"`
 	NodeLabels               map[string]string `json:"nodeLabels"`
 	NodeIP                   string            `json:"nodeIP"`
@@ -34,10 +35,15 @@ type config struct {
 	HealthzBindAddress string `json:"healthzBindAddress"`
 	HealthzPort        int    `json:"healthzPort"`
 
-	NATS natsConfig `json:"nats"`
+	NATS NATSConfig `json:"nats"`
+
+	// Runtime, when set, is used instead of ContainerRuntimeEndpoint or the
+	// embedded process runtime: tests and benchmarks run agents on an
+	// in-memory CRI runtime this way. Not settable from flags or the file.
+	Runtime cri.Runtime `json:"-"`
 }
 
-type natsConfig struct {
+type NATSConfig struct {
 	URL       string `json:"url"`
 	User      string `json:"user"`
 	Password  string `json:"password"`
@@ -51,9 +57,9 @@ type natsConfig struct {
 	Port int    `json:"port"`
 }
 
-func defaultConfig() config {
+func DefaultConfig() Config {
 	host, _ := os.Hostname()
-	return config{
+	return Config{
 		NodeName:                  strings.ToLower(host),
 		RootDir:                   "/var/lib/actorlet",
 		RuntimeRequestTimeout:     2 * time.Minute,
@@ -63,13 +69,13 @@ func defaultConfig() config {
 		NodeStatusUpdateFrequency: 10 * time.Second,
 		HealthzBindAddress:        "127.0.0.1",
 		HealthzPort:               10248,
-		NATS:                      natsConfig{Host: "127.0.0.1", Port: 4222},
+		NATS:                      NATSConfig{Host: "127.0.0.1", Port: 4222},
 	}
 }
 
-// parseConfig reads flags (and the --config file they may name).
-func parseConfig(args []string) (config, error) {
-	cfg := defaultConfig()
+// ParseFlags reads the agent's flags (and the --config file they may name).
+func ParseFlags(args []string) (Config, error) {
+	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("actorlet", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "actorlet: a node agent running pods through CRI as an actor system.\n\n"+
@@ -113,7 +119,7 @@ func parseConfig(args []string) (config, error) {
 		return cfg, fmt.Errorf("unexpected argument %q (see actorlet -h)", fs.Arg(0))
 	}
 	if *configFile != "" {
-		fromFile := defaultConfig()
+		fromFile := DefaultConfig()
 		data, err := os.ReadFile(*configFile)
 		if err != nil {
 			return cfg, fmt.Errorf("read --config: %w", err)
@@ -139,7 +145,7 @@ func parseConfig(args []string) (config, error) {
 }
 
 // complete fills derived defaults and checks the result.
-func (c *config) complete() error {
+func (c *Config) complete() error {
 	var errs []error
 	if c.NodeName == "" {
 		errs = append(errs, errors.New("node-name: required (the host name could not be read)"))
