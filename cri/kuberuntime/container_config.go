@@ -43,7 +43,7 @@ func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		Command:     expandAll(c.Command, defined),
 		Args:        expandAll(c.Args, defined),
 		WorkingDir:  c.WorkingDir,
-		Labels:      containerLabels(pod, c),
+		Labels:      containerLabels(pod, c, m.opts.NodeName),
 		Annotations: containerAnnotations(pod, c, restartCount),
 		Mounts:      mounts,
 		LogPath:     containerLogPath(c.Name, restartCount),

@@ -17,6 +17,11 @@ const (
 	LabelPodNamespace  = "io.kubernetes.pod.namespace"
 	LabelPodUID        = "io.kubernetes.pod.uid"
 	LabelContainerName = "io.kubernetes.container.name"
+	// LabelNode names the node (agent) that created a sandbox or container.
+	// Several agents may share one runtime (a benchmark beside a test run,
+	// two nodes on one host): each lists, adopts and kills as orphans only
+	// the pods carrying its own node name.
+	LabelNode = "io.actorlet.node"
 
 	AnnotationContainerHash          = "io.kubernetes.container.hash"
 	AnnotationRestartCount           = "io.kubernetes.container.restartCount"
@@ -26,10 +31,13 @@ const (
 	AnnotationContainerPorts         = "io.kubernetes.container.ports"
 )
 
-func podLabels(pod *v1.Pod) map[string]string {
-	labels := make(map[string]string, len(pod.Labels)+3)
+func podLabels(pod *v1.Pod, node string) map[string]string {
+	labels := make(map[string]string, len(pod.Labels)+4)
 	for k, v := range pod.Labels {
 		labels[k] = v
+	}
+	if node != "" {
+		labels[LabelNode] = node
 	}
 	labels[LabelPodName] = pod.Name
 	labels[LabelPodNamespace] = pod.Namespace
@@ -37,8 +45,8 @@ func podLabels(pod *v1.Pod) map[string]string {
 	return labels
 }
 
-func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
-	labels := podLabels(pod)
+func containerLabels(pod *v1.Pod, c *v1.Container, node string) map[string]string {
+	labels := podLabels(pod, node)
 	labels[LabelContainerName] = c.Name
 	return labels
 }

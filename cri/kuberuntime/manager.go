@@ -46,6 +46,10 @@ type Options struct {
 	// <PodsDir>/<uid>/volumes/emptydir/<name>.
 	PodsDir        string
 	RuntimeHandler string
+	// NodeName, when set, labels every sandbox and container this manager
+	// creates (LabelNode) and limits GetPods to them, so agents sharing a
+	// runtime never adopt or kill each other's pods.
+	NodeName string
 	// HostIP is reported as the pod IP of host-network pods.
 	HostIP string
 	// Clock drives back-off and hook timing (default: the real clock).

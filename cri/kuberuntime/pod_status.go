@@ -120,14 +120,19 @@ func toContainerStatus(s *runtimeapi.ContainerStatus) *cri.ContainerStatus {
 	}
 }
 
-// GetPods lists the runtime's pods, grouped by the pod UID label. With all
-// false only ready sandboxes and running containers are listed.
+// GetPods lists the runtime's pods, grouped by the pod UID label: only this
+// node's (LabelNode) when Options.NodeName is set. With all false only ready
+// sandboxes and running containers are listed.
 func (m *Manager) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
-	var sf *runtimeapi.PodSandboxFilter
-	var cf *runtimeapi.ContainerFilter
+	sf := &runtimeapi.PodSandboxFilter{}
+	cf := &runtimeapi.ContainerFilter{}
 	if !all {
-		sf = &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}
-		cf = &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
+		sf.State = &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}
+		cf.State = &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}
+	}
+	if m.opts.NodeName != "" {
+		sf.LabelSelector = map[string]string{LabelNode: m.opts.NodeName}
+		cf.LabelSelector = map[string]string{LabelNode: m.opts.NodeName}
 	}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, sf)
 	if err != nil {

@@ -35,7 +35,7 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 			Uid:       string(pod.UID),
 			Attempt:   attempt,
 		},
-		Labels:       podLabels(pod),
+		Labels:       podLabels(pod, m.opts.NodeName),
 		Annotations:  copyMap(pod.Annotations),
 		LogDirectory: m.podLogsDir(pod),
 		DnsConfig:    dnsConfig(pod),

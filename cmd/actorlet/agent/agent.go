@@ -140,6 +140,7 @@ func (a *Agent) start(ctx context.Context) error {
 		PodLogsDir: cfg.PodLogsDir,
 		PodsDir:    filepath.Join(cfg.RootDir, "pods"),
 		HostIP:     a.cfg.NodeIP,
+		NodeName:   cfg.NodeName,
 		Recorder:   a.recorder,
 	})
 	if err := a.startActors(); err != nil {
