@@ -46,7 +46,9 @@ type PodSyncCompleted struct {
 	UID        types.UID
 	UpdateType UpdateType
 	Err        string // empty on success
-	Duration   time.Duration
+	// Duration is the runtime work itself, from the arrival of fresh status
+	// (the wait for PLEG is excluded, as in the kubelet's metric).
+	Duration time.Duration
 	// RequeueAfter is when the pod wants its next sync: 0 means now (its
 	// phase changed), else the jittered resync or error-retry interval. The
 	// supervisor's sync tick dispatches due pods.

@@ -322,3 +322,19 @@ func TestPanicRestartsActorWhichAsksForDesiredPodAndResyncs(t *testing.T) {
 		t.Fatalf("describe = %+v, want 1 restart, syncing", d)
 	}
 }
+
+// The reported work duration is the runtime work, not the wait for fresh
+// PLEG status before it (the kubelet's pod_worker_duration_seconds likewise
+// starts inside SyncPod).
+func TestWorkDurationExcludesTheWaitForFreshStatus(t *testing.T) {
+	h := newHarness(t, "u1")
+	release := h.cache.Hold()
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	eventually(t, "the worker waiting for status", func() bool { return len(h.cache.MinTimes("u1")) == 1 })
+	h.clock.Step(30 * time.Second) // time spent waiting for PLEG
+	release()
+	eventually(t, "a sync completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	if d := messagesOf[*messages.PodSyncCompleted](h)[0].Duration; d >= 30*time.Second {
+		t.Fatalf("Duration = %s includes the wait for fresh status", d)
+	}
+}

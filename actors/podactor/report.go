@@ -85,7 +85,11 @@ func (a *podActor) report(ctx actor.Context, m *workDone, phaseChanged bool) {
 	if m.kind != workSync {
 		ut = messages.SyncPodKill
 	}
-	ctx.Send(ctx.Parent(), &messages.PodSyncCompleted{UID: a.uid, UpdateType: ut, Err: errText, Duration: now.Sub(m.started), RequeueAfter: after})
+	from := m.acting
+	if from.IsZero() {
+		from = m.started // it failed before acting
+	}
+	ctx.Send(ctx.Parent(), &messages.PodSyncCompleted{UID: a.uid, UpdateType: ut, Err: errText, Duration: now.Sub(from), RequeueAfter: after})
 	if m.apiStatus != nil && a.pod != nil && !m.canceled() {
 		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: *m.apiStatus})
 	}

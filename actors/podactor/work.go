@@ -33,9 +33,13 @@ var workIDs atomic.Uint64
 // workDone is the result of a unit of work, sent by its goroutine to the
 // actor.
 type workDone struct {
-	id        uint64
-	kind      workKind
-	started   time.Time
+	id      uint64
+	kind    workKind
+	started time.Time
+	// acting is when fresh status arrived and the runtime work began: the
+	// worker duration metric counts from here, like the kubelet's, which
+	// excludes the wait for PLEG.
+	acting    time.Time
 	status    *cri.PodStatus // runtime status the work acted on
 	apiStatus *v1.PodStatus  // generated status, nil when none was computed
 	terminal  bool           // sync only: the generated phase is terminal
@@ -61,6 +65,7 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 		r.err = fmt.Errorf("wait for status of pod %q newer than %s: %w", j.uid, j.minTime.Format(time.RFC3339Nano), err)
 		return r
 	}
+	r.acting = cfg.Clock.Now()
 	if j.restartAll || len(j.restart) > 0 {
 		killedAt := cfg.Clock.Now()
 		if err := restartContainers(ctx, cfg.Runtime, j, status); err != nil {
@@ -124,6 +129,7 @@ func runKill(ctx context.Context, cfg Config, j killJob) (r workDone) {
 		r.status = status
 		running = runningPod(status)
 	}
+	r.acting = cfg.Clock.Now()
 	grace := j.grace
 	if err := cfg.Runtime.KillPod(ctx, j.pod, running, &grace); err != nil {
 		r.err = fmt.Errorf("kill pod %q with grace period %ds: %w", j.uid, grace, err)
@@ -141,6 +147,7 @@ func runTerminated(ctx context.Context, cfg Config, uid types.UID, pod *v1.Pod, 
 		r.err = fmt.Errorf("wait for final status of pod %q: %w", uid, err)
 		return r
 	}
+	r.acting = cfg.Clock.Now()
 	r.status = status
 	api := cfg.Runtime.GeneratePodStatus(pod, status)
 	r.apiStatus = &api
