@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/actorlet/actorlet/sources/bus"
 	"io"
 	"sort"
 	"strings"
@@ -38,6 +39,16 @@ func (c *cli) describe(ctx context.Context, args []string) error {
 	d, err := cn.client.DescribePod(ctx, n, *ns, pos[1])
 	if err != nil {
 		return err
+	}
+	if len(d.Events) == 0 {
+		// The node keeps no event history: read the pod's from the stream.
+		evs, _, err := c.storedEvents(ctx, cn, bus.EventSubject(n, *ns, pos[1]))
+		if err != nil {
+			fmt.Fprintf(c.stderr, "warning: events: %v\n", err)
+		}
+		for _, e := range evs {
+			d.Events = append(d.Events, *e)
+		}
 	}
 	c.printDescription(c.stdout, n, d)
 	return nil

@@ -33,40 +33,10 @@ func (c *cli) events(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	filter := eventFilter(*node, *ns)
-	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
-	defer cancel()
-	cons, err := cn.js.OrderedConsumer(qctx, bus.EventsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{filter},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("stream %s does not exist: is any actorlet node running on this bus?", bus.EventsStream)
-	}
+	evs, cons, err := c.storedEvents(ctx, cn, eventFilter(*node, *ns))
 	if err != nil {
-		return fmt.Errorf("read %s: %w", bus.EventsStream, err)
+		return err
 	}
-	info, err := cons.Info(qctx)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", bus.EventsStream, err)
-	}
-	// The stored events first, sorted by last time seen.
-	var evs []*v1.Event
-	for pending := info.NumPending; pending > 0; {
-		m, err := cons.Next(jetstream.FetchMaxWait(c.g.timeout))
-		if err != nil {
-			return fmt.Errorf("read %s: %w", bus.EventsStream, err)
-		}
-		meta, _ := m.Metadata()
-		if e := c.decodeEvent(m); e != nil {
-			evs = append(evs, e)
-		}
-		if meta == nil {
-			break
-		}
-		pending = meta.NumPending
-	}
-	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
 	if len(evs) == 0 && !*watch {
 		fmt.Fprintln(c.stderr, "No events found")
 		return nil
@@ -93,6 +63,52 @@ func (c *cli) events(ctx context.Context, args []string) error {
 			tw.Flush()
 		}
 	}
+}
+
+// storedEvents reads the events stream's messages on filter: the latest
+// copy of each event (a repeat is republished under the same name with a
+// higher count), oldest first, and the consumer positioned after them for
+// watching.
+func (c *cli) storedEvents(ctx context.Context, cn *conn, filter string) ([]*v1.Event, jetstream.Consumer, error) {
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	cons, err := cn.js.OrderedConsumer(qctx, bus.EventsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{filter},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, nil, fmt.Errorf("stream %s does not exist: is any actorlet node running on this bus?", bus.EventsStream)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", bus.EventsStream, err)
+	}
+	info, err := cons.Info(qctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", bus.EventsStream, err)
+	}
+	latest := map[string]int{} // event name → index in evs
+	var evs []*v1.Event
+	for pending := info.NumPending; pending > 0; {
+		m, err := cons.Next(jetstream.FetchMaxWait(c.g.timeout))
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", bus.EventsStream, err)
+		}
+		meta, _ := m.Metadata()
+		if e := c.decodeEvent(m); e != nil {
+			if i, ok := latest[e.Name]; ok && e.Name != "" {
+				evs[i] = e
+			} else {
+				latest[e.Name] = len(evs)
+				evs = append(evs, e)
+			}
+		}
+		if meta == nil {
+			break
+		}
+		pending = meta.NumPending
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
+	return evs, cons, nil
 }
 
 // eventFilter is the subject filter of events for a node and namespace.

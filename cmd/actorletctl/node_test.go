@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +21,9 @@ import (
 
 // cliNode is a commands.Node serving one pod, "web", with a real CRI log file.
 type cliNode struct {
-	logPath string
-	told    chan string
+	logPath  string
+	told     chan string
+	noEvents bool // the node keeps no event history (as the agent)
 }
 
 func (n *cliNode) pod() *v1.Pod { return running(statusPod("default", "web", "u1", now)) }
@@ -38,12 +41,16 @@ func (n *cliNode) DescribePod(_ context.Context, ns, name string) (*commands.Des
 	if err := n.check(ns, name); err != nil {
 		return nil, err
 	}
+	var events []v1.Event
+	if !n.noEvents {
+		events = []v1.Event{{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container"}}
+	}
 	return &commands.Description{
 		Pod:      n.pod(),
 		Worker:   messages.PodWorkerDescription{Found: true, UID: "u1", WorkType: messages.TerminatingWork, PendingUpdate: "kill"},
 		Probes:   []messages.ProbeState{{ContainerName: "app", Kind: messages.Readiness, Result: messages.ProbeFailure, Failures: 2, Message: "HTTP 503"}},
 		BackOffs: map[string]time.Time{"app": time.Now().Add(time.Hour)},
-		Events:   []v1.Event{{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container"}},
+		Events:   events,
 	}, nil
 }
 
@@ -175,5 +182,34 @@ func TestBinarySmoke(t *testing.T) {
 	}
 	if out, code := runBin("help"); code != 0 || !strings.Contains(out, "Commands:") {
 		t.Fatalf("help: exit %d\n%s", code, out)
+	}
+}
+
+// A node that keeps no event history: describe reads the pod's events from
+// the events stream, each event once.
+func TestDescribeReadsEventsFromTheStream(t *testing.T) {
+	e := newEnv(t)
+	n := &cliNode{told: make(chan string, 4), noEvents: true}
+	svc, err := commands.StartService(e.conn.NC, n, commands.ServiceOptions{NodeName: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	e.put(bus.StatusBucket, bus.StatusKey("n1", "default", "web"), n.pod())
+	for _, count := range []int32{1, 2} { // a repeat, republished with a higher count
+		ev := v1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: "web.pulled", Namespace: "default"},
+			InvolvedObject: v1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web"},
+			Type:           v1.EventTypeNormal, Reason: "Pulled", Message: "pulled the image", Count: count,
+			LastTimestamp: metav1.NewTime(now),
+		}
+		data, _ := json.Marshal(ev)
+		if _, err := e.conn.JS.Publish(context.Background(), bus.EventSubject("n1", "default", "web"), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := e.mustRun("describe", "pod", "web")
+	if strings.Count(out, "pulled the image") != 1 || strings.Contains(out, "Events:     <none>") {
+		t.Fatalf("describe must list the stream's event once:\n%s", out)
 	}
 }

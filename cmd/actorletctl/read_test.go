@@ -226,6 +226,12 @@ func TestEvents(t *testing.T) {
 	if len(lines) != 4 || !strings.Contains(lines[1], "Pulled") || !strings.Contains(lines[3], "Killing") || !strings.Contains(lines[2], "pod/web") {
 		t.Fatalf("events not sorted by time:\n%s", out)
 	}
+	// A repeat is republished under the same name with a higher count:
+	// only its latest copy is listed.
+	publish("n1", "default", "web", "Started", now.Add(-10*time.Second))
+	if out := e.mustRun("events", "--node", "n1"); strings.Count(out, "Started happened") != 1 {
+		t.Fatalf("a repeated event must be listed once:\n%s", out)
+	}
 	if out := e.mustRun("events", "--node", "n2"); strings.Contains(out, "web") || !strings.Contains(out, "Killing") {
 		t.Fatalf("--node n2:\n%s", out)
 	}
