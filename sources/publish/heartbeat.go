@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sync"
 	"time"
 
@@ -50,10 +51,12 @@ type Heartbeat struct {
 	cfg   HeartbeatConfig
 	facts nodeFacts
 
-	kv    jetstream.KeyValue // beat goroutine only
-	prev  []v1.NodeCondition // beat goroutine only
-	beats chan chan error    // Beat requests
-	last  struct {
+	kv   jetstream.KeyValue // beat goroutine only
+	prev []v1.NodeCondition // beat goroutine only
+	// created is the node's creation time (beat goroutine only).
+	created time.Time
+	beats   chan chan error // Beat requests
+	last    struct {
 		sync.Mutex
 		node *v1.Node
 		err  error
@@ -175,17 +178,21 @@ func (h *Heartbeat) beat(ctx context.Context) (err error) {
 		condErr = fmt.Errorf("get node conditions: %w", condErr)
 		klog.V(2).InfoS("Reporting node conditions as unknown", "node", h.cfg.NodeName, "err", condErr)
 	}
-	node := buildNode(h.facts, conds, condErr, h.cfg.Clock.Now(), h.prev)
-	data, err := json.Marshal(node)
-	if err != nil {
-		return fmt.Errorf("encode node %s: %w", h.cfg.NodeName, err)
-	}
 	if h.kv == nil {
 		kv, err := h.cfg.JS.KeyValue(ctx, bus.NodesBucket)
 		if err != nil {
 			return fmt.Errorf("open bucket %s: %w", bus.NodesBucket, err)
 		}
 		h.kv = kv
+	}
+	if h.created.IsZero() {
+		h.register(ctx)
+	}
+	node := buildNode(h.facts, conds, condErr, h.cfg.Clock.Now(), h.prev)
+	node.CreationTimestamp = metav1.NewTime(h.created)
+	data, err := json.Marshal(node)
+	if err != nil {
+		return fmt.Errorf("encode node %s: %w", h.cfg.NodeName, err)
 	}
 	if _, err := h.kv.Put(ctx, bus.EncodeName(h.cfg.NodeName), data); err != nil {
 		return fmt.Errorf("put node %s: %w", h.cfg.NodeName, err)
@@ -196,4 +203,23 @@ func (h *Heartbeat) beat(ctx context.Context) (err error) {
 	h.last.Unlock()
 	klog.V(5).InfoS("Node heartbeat written", "node", h.cfg.NodeName)
 	return nil
+}
+
+// register sets the node's creation time: kept from an earlier entry of the
+// same node (its age survives agent restarts, as a Node object's does),
+// along with its conditions' transition times; else now.
+func (h *Heartbeat) register(ctx context.Context) {
+	h.created = h.cfg.Clock.Now()
+	e, err := h.kv.Get(ctx, bus.EncodeName(h.cfg.NodeName))
+	if err != nil {
+		return // not registered before (or unreadable: start afresh)
+	}
+	var prev v1.Node
+	if json.Unmarshal(e.Value(), &prev) != nil || prev.CreationTimestamp.IsZero() {
+		return
+	}
+	h.created = prev.CreationTimestamp.Time
+	if h.prev == nil {
+		h.prev = prev.Status.Conditions
+	}
 }

@@ -156,6 +156,23 @@ func TestHeartbeatRegistersAndRefreshesNode(t *testing.T) {
 	if ok, why := NodeReady(n, beat2.Add(45*time.Second), DefaultHeartbeatPeriod); ok || why != "heartbeat stale for 45s" {
 		t.Errorf("stale node: %v, %q", ok, why)
 	}
+	if !n.CreationTimestamp.Time.Equal(start) {
+		t.Errorf("creationTimestamp = %v, want the first registration %v", n.CreationTimestamp, start)
+	}
+
+	// A restarted agent keeps the node's creation time (its age).
+	fc.Step(time.Hour)
+	h2, err := StartHeartbeat(context.Background(), HeartbeatConfig{JS: js, NodeName: "Edge.1", Conditions: conds.get, Clock: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h2.Stop)
+	if err := h2.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n = readNode(t, kv, "Edge.1"); !n.CreationTimestamp.Time.Equal(start) {
+		t.Errorf("creationTimestamp after restart = %v, want %v", n.CreationTimestamp, start)
+	}
 }
 
 func TestHeartbeatRetriesUntilBucketExists(t *testing.T) {
