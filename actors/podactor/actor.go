@@ -56,6 +56,7 @@ type podActor struct {
 	lastSyncTime  time.Time
 	lastSyncError string
 	lastPhase     v1.PodPhase
+	lastStatus    *v1.PodStatus // the last status reported, nil before the first
 	nextSyncTime  time.Time
 	actorRestarts int
 }

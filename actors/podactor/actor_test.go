@@ -338,3 +338,22 @@ func TestWorkDurationExcludesTheWaitForFreshStatus(t *testing.T) {
 		t.Fatalf("Duration = %s includes the wait for fresh status", d)
 	}
 }
+
+// A graceful delete is reported at once (the pod with its deletion
+// timestamp and its last status), not only when the kill, which may take
+// the whole grace period, finishes.
+func TestDeletionIsReportedBeforeTheKillEnds(t *testing.T) {
+	h := newHarness(t, "u1")
+	release := h.rt.Hold(fake.OpKillPod)
+	defer release()
+	p := testPod("u1", 1, int64p(60))
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "running status", func() bool { return len(messagesOf[*messages.PodStatusComputed](h)) == 1 })
+	h.send(upd(messages.SyncPodUpdate, deleted(p, 30)))
+	eventually(t, "kill in flight", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
+	eventually(t, "deletion reported while the kill runs", func() bool {
+		st := messagesOf[*messages.PodStatusComputed](h)
+		last := st[len(st)-1]
+		return last.Pod.DeletionTimestamp != nil && last.Status.Phase == v1.PodRunning
+	})
+}

@@ -91,6 +91,7 @@ func (a *podActor) report(ctx actor.Context, m *workDone, phaseChanged bool) {
 	}
 	ctx.Send(ctx.Parent(), &messages.PodSyncCompleted{UID: a.uid, UpdateType: ut, Err: errText, Duration: now.Sub(from), RequeueAfter: after})
 	if m.apiStatus != nil && a.pod != nil && !m.canceled() {
+		a.lastStatus = m.apiStatus
 		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: *m.apiStatus})
 	}
 }

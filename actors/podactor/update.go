@@ -113,6 +113,11 @@ func (a *podActor) becomeTerminating(ctx actor.Context, kill *messages.KillOptio
 	a.failedProbes = map[string]probeFailure{}
 	a.restart, a.restartAll = nil, false
 	a.notifyState(ctx)
+	if a.pod != nil && a.pod.DeletionTimestamp != nil && a.lastStatus != nil {
+		// Show the deletion at once (operators see "Terminating"), not only
+		// when the kill, which may take the whole grace period, is done.
+		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: *a.lastStatus})
+	}
 }
 
 // becomeTerminated moves Terminating → Terminated and derives the final

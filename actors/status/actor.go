@@ -51,6 +51,9 @@ type podState struct {
 	rejected  *v1.PodStatus // set when admission refused the pod
 	probes    probeResults  // latest probe results, by container and kind
 	published *v1.PodStatus // last status sent to the sink
+	// publishedDeleting is whether the pod sent carried a deletion
+	// timestamp: a deletion is published even when the status is unchanged.
+	publishedDeleting bool
 }
 
 // statusActor owns every pod's published status.
@@ -154,10 +157,11 @@ func (a *statusActor) publish(st *podState) {
 	default:
 		return
 	}
-	if st.published != nil && apiequality.Semantic.DeepEqual(*st.published, next) {
+	deleting := st.pod.DeletionTimestamp != nil
+	if st.published != nil && apiequality.Semantic.DeepEqual(*st.published, next) && deleting == st.publishedDeleting {
 		return
 	}
-	st.published = &next
+	st.published, st.publishedDeleting = &next, deleting
 	klog.V(4).InfoS("Pod status changed", "pod", klog.KObj(st.pod), "podUID", st.pod.UID, "phase", next.Phase)
 	a.cfg.Sink.PodStatusChanged(a.change(st))
 }

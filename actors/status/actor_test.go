@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"testing"
 	"time"
 
@@ -169,5 +170,30 @@ func TestStatusConfigValidate(t *testing.T) {
 	}
 	if err := (Config{Sink: NewMemorySink()}).Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
+	}
+}
+
+// A graceful deletion is published even though the status is unchanged, so
+// watchers see the pod terminating at once.
+func TestStatusActorPublishesDeletion(t *testing.T) {
+	root, pid, sink, _ := spawnStatus(t)
+	pod := testPod(v1.RestartPolicyAlways, containerSpec{name: "app"})
+	in := computed(v1.PodRunning, running("app", "c1"))
+	root.Send(pid, &messages.PodStatusComputed{Pod: pod, Status: in})
+	waitFor(t, sink, pod.UID, "first status", func(s v1.PodStatus) bool { return s.Phase == v1.PodRunning })
+
+	deleting := pod.DeepCopy()
+	now := metav1.NewTime(t0.Time)
+	deleting.DeletionTimestamp = &now
+	root.Send(pid, &messages.PodStatusComputed{Pod: deleting, Status: in})
+	list(t, root, pid)
+	changes := sink.Changes(pod.UID)
+	if len(changes) != 2 || changes[1].Pod.DeletionTimestamp == nil {
+		t.Fatalf("changes = %d, want the deletion published as a second change", len(changes))
+	}
+	root.Send(pid, &messages.PodStatusComputed{Pod: deleting, Status: in})
+	list(t, root, pid)
+	if n := len(sink.Changes(pod.UID)); n != 2 {
+		t.Fatalf("an unchanged deleting pod was published again (%d changes)", n)
 	}
 }
