@@ -1,0 +1,131 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/kuberuntime"
+)
+
+// dialCRI connects to containerd for checks the operator's tools cannot make
+// (what really runs) and for the cleanup sweep.
+func dialCRI(ctx context.Context) (*cri.Client, error) {
+	c, err := cri.Dial(ctx, criEndpoint, cri.WithTimeout(30*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", criEndpoint, err)
+	}
+	return c, nil
+}
+
+// criFor returns a CRI client closed when t ends.
+func criFor(t *testing.T) *cri.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := dialCRI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// runtimePod is what containerd holds for one pod UID.
+type runtimePod struct {
+	sandboxes  []*runtimeapi.PodSandbox
+	containers []*runtimeapi.Container
+}
+
+func (p runtimePod) readySandboxes() int {
+	n := 0
+	for _, s := range p.sandboxes {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			n++
+		}
+	}
+	return n
+}
+
+func (p runtimePod) runningContainers() int {
+	n := 0
+	for _, c := range p.containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			n++
+		}
+	}
+	return n
+}
+
+// runtimePodByUID lists the sandboxes and containers labelled with uid.
+func runtimePodByUID(ctx context.Context, c *cri.Client, uid string) (runtimePod, error) {
+	sel := map[string]string{kuberuntime.LabelPodUID: uid}
+	sbs, err := c.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return runtimePod{}, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
+	}
+	cs, err := c.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return runtimePod{}, fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	return runtimePod{sandboxes: sbs, containers: cs}, nil
+}
+
+// sandboxesIn lists the sandboxes of namespace ns.
+func sandboxesIn(ctx context.Context, c *cri.Client, ns string) ([]*runtimeapi.PodSandbox, error) {
+	sbs, err := c.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{kuberuntime.LabelPodNamespace: ns},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of namespace %s: %w", ns, err)
+	}
+	return sbs, nil
+}
+
+// sweepNamespace stops and removes every sandbox (and so its containers) of
+// namespace ns, and only those. It returns how many it removed.
+func sweepNamespace(ns string) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := dialCRI(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	sbs, err := sandboxesIn(ctx, c, ns)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, s := range sbs {
+		if s.Labels[kuberuntime.LabelPodNamespace] != ns {
+			continue // never anything else, whatever the runtime's filter did
+		}
+		if err := c.StopPodSandbox(ctx, s.Id); err != nil {
+			errs = append(errs, fmt.Errorf("stop sandbox %s (%s): %w", s.Id, s.Metadata.GetName(), err))
+			continue
+		}
+		if err := c.RemovePodSandbox(ctx, s.Id); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s (%s): %w", s.Id, s.Metadata.GetName(), err))
+		}
+	}
+	return len(sbs), errors.Join(errs...)
+}
+
+// readyOnly keeps the ready sandboxes.
+func readyOnly(sbs []*runtimeapi.PodSandbox) []*runtimeapi.PodSandbox {
+	var out []*runtimeapi.PodSandbox
+	for _, s := range sbs {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			out = append(out, s)
+		}
+	}
+	return out
+}

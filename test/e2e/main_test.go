@@ -1,0 +1,98 @@
+//go:build e2e
+
+// Package e2e is actorlet's end-to-end suite: the real actorlet and
+// actorletctl binaries against the machine's real containerd (set up by
+// setup.sh), driven only as an operator would, through actorletctl, the bus
+// and, to check what really runs, CRI.
+//
+// Everything a run creates lives in the namespace e2e-<runid>; cleanup deletes
+// those pods through the agent, then sweeps containerd for sandboxes of that
+// namespace. Nothing else on the machine is touched.
+//
+//	bash test/e2e/setup.sh && go test -tags e2e -count=1 -v ./test/e2e/...   (as root)
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+const (
+	criEndpoint  = "unix:///run/containerd/containerd.sock"
+	busyboxImage = "actorlet.local/busybox:e2e"
+)
+
+// Set by TestMain.
+var (
+	runID         string // unique per run
+	namespace     string // e2e-<runID>: every pod of the run
+	actorletBin   string
+	ctlBin        string
+	natsServerBin string
+)
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Println("e2e: skipped, needs root (it drives the machine's containerd)")
+		os.Exit(0)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	b := make([]byte, 3)
+	if _, err := rand.Read(b); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: random run id:", err)
+		return 1
+	}
+	runID = hex.EncodeToString(b)
+	namespace = "e2e-" + runID
+
+	setup := exec.Command("bash", "setup.sh")
+	setup.Stdout, setup.Stderr = os.Stdout, os.Stderr
+	if err := setup.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: setup.sh:", err)
+		return 1
+	}
+
+	dir, err := os.MkdirTemp("", "actorlet-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	actorletBin = filepath.Join(dir, "actorlet")
+	ctlBin = filepath.Join(dir, "actorletctl")
+	natsServerBin = filepath.Join(dir, "nats-server")
+	start := time.Now()
+	for out, pkg := range map[string]string{
+		actorletBin:   "github.com/actorlet/actorlet/cmd/actorlet",
+		ctlBin:        "github.com/actorlet/actorlet/cmd/actorletctl",
+		natsServerBin: "github.com/nats-io/nats-server/v2",
+	} {
+		build := exec.Command("go", "build", "-o", out, pkg)
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: build %s: %v\n", pkg, err)
+			return 1
+		}
+	}
+	fmt.Printf("e2e: run %s, namespace %s, binaries built in %s\n", runID, namespace, time.Since(start).Round(time.Millisecond))
+
+	code := m.Run()
+
+	// Whatever a test's own cleanup missed.
+	if n, err := sweepNamespace(namespace); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: final sweep:", err)
+		code = 1
+	} else if n > 0 {
+		fmt.Printf("e2e: final sweep removed %d sandboxes of %s\n", n, namespace)
+	}
+	return code
+}
