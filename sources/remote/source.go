@@ -224,6 +224,7 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 	}
 	klog.InfoS("Desired pods loaded", "node", s.cfg.NodeName, "pods", len(pods), "keys", len(keys))
 	s.cfg.Out(messages.PodUpdate{Op: messages.OpSet, Pods: pods, Source: messages.SourceRemote})
+	s.pruneStatuses(ctx)
 }
 
 // apply handles one change after the initial values.
