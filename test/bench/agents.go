@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/sources/bus"
+)
+
+// benchNamespace is the namespace of every pod the harness creates; with the
+// run label it is how leftovers are found and removed.
+const (
+	benchNamespace = "actorlet-bench"
+	runLabel       = "actorlet.io/bench-run"
+)
+
+// quietKlog sends the agents' logs to a file instead of stderr, so tables
+// stay readable. The file is kept after the run.
+func quietKlog(run string) (string, error) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "v": "0"} {
+		if err := fs.Set(k, v); err != nil {
+			return "", fmt.Errorf("set klog flag %s: %w", k, err)
+		}
+	}
+	path := filepath.Join(os.TempDir(), "actorlet-bench-"+run+".log")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", fmt.Errorf("create the agents' log: %w", err)
+	}
+	klog.SetOutput(f)
+	return path, nil
+}
+
+// agentOpts is one in-process agent.
+type agentOpts struct {
+	name      string
+	dir       string
+	natsURL   string
+	runtime   cri.Runtime
+	maxPods   int
+	relist    time.Duration
+	heartbeat time.Duration
+	labels    map[string]string
+}
+
+func startAgent(ctx context.Context, o agentOpts) (*agent.Agent, error) {
+	cfg := agent.DefaultConfig()
+	cfg.NodeName = o.name
+	cfg.RootDir = filepath.Join(o.dir, o.name)
+	cfg.NATS = agent.NATSConfig{URL: o.natsURL}
+	cfg.Runtime = o.runtime
+	cfg.HealthzPort = 0
+	cfg.NodeLabels = o.labels
+	cfg.NodeIP = "127.0.0.1"
+	if o.maxPods > 0 {
+		cfg.MaxPods = o.maxPods
+	}
+	if o.relist > 0 {
+		cfg.RelistPeriod = o.relist
+	}
+	if o.heartbeat > 0 {
+		cfg.NodeStatusUpdateFrequency = o.heartbeat
+	}
+	a, err := agent.Start(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start agent %s: %w", o.name, err)
+	}
+	return a, nil
+}
+
+// podSpec is what each benchmark pod runs.
+type podSpec struct {
+	image   string
+	command []string
+	run     string // run label value
+}
+
+func (s podSpec) pod(name string) *v1.Pod {
+	grace := int64(1)
+	return &v1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Labels: map[string]string{runLabel: s.run}},
+		Spec: v1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []v1.Container{{
+				Name: "c", Image: s.image, Command: s.command, ImagePullPolicy: v1.PullIfNotPresent,
+			}},
+		},
+	}
+}
+
+// nodePods is n pods for one node, as desired-bucket values by key.
+func (s podSpec) nodePods(node, prefix string, n int) (map[string][]byte, error) {
+	out := make(map[string][]byte, n)
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		data, err := json.Marshal(s.pod(name))
+		if err != nil {
+			return nil, fmt.Errorf("encode pod %s: %w", name, err)
+		}
+		out[bus.DesiredNodeKey(node, benchNamespace, name)] = data
+	}
+	return out, nil
+}
+
+// fleetPods is n fleet-wide pods selecting nodes by selector.
+func (s podSpec) fleetPods(prefix string, n int, selector map[string]string) (map[string][]byte, error) {
+	out := make(map[string][]byte, n)
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		p := s.pod(name)
+		p.Spec.NodeSelector = selector
+		data, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode pod %s: %w", name, err)
+		}
+		out[bus.DesiredFleetKey(benchNamespace, name)] = data
+	}
+	return out, nil
+}

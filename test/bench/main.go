@@ -1,0 +1,200 @@
+// Command bench is actorlet's benchmark harness (`make bench`, issue 6). It
+// runs agents in this process (package cmd/actorlet/agent) and, for the idle
+// cost, the real actorlet binary as a process, and prints one table per
+// measurement. With -out it also writes docs/benchmarks.md (from
+// benchmarks.md.tmpl) and the scale plot, so one command regenerates every
+// published figure. Nothing here asserts a timing.
+//
+// Sections (-only, comma-separated):
+//
+//	start   pod start latency on a real runtime vs raw CRI calls
+//	detect  container death → detection and restart; relisting CPU cost
+//	scale   one node with 1k…50k pods on an in-memory CRI runtime
+//	fleet   K agents sharing one NATS server, one fleet-wide apply
+//	idle    the actorlet binary's CPU and RSS with 0 and 100 pods
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/actorlet/actorlet/cri/procruntime"
+)
+
+// env is what every section shares within one run.
+type env struct {
+	dir     string // scratch directory, removed at the end
+	run     string // run label value
+	runtime string // auto, containerd, process
+	quick   bool
+	out     string // docs directory to write, or ""
+	report  *report
+	nats    *server.Server
+	natsURL string
+	bus     *client
+
+	startSizes, scaleSizes, fleetSizes []int
+	idlePods                           int
+	window                             time.Duration // CPU measurement window
+	logPath                            string
+}
+
+var sections = []string{"start", "detect", "scale", "fleet", "idle"}
+
+func main() {
+	procruntime.MaybeRunShim() // containers of the process runtime run under this binary
+	os.Exit(run())
+}
+
+func run() int {
+	var (
+		only       = flag.String("only", strings.Join(sections, ","), "sections to run, comma-separated: "+strings.Join(sections, ","))
+		quick      = flag.Bool("quick", false, "small sizes and short windows (a smoke run of every section in a few minutes)")
+		out        = flag.String("out", "", "directory to write benchmarks.md and the plots into (e.g. docs/)")
+		rtFlag     = flag.String("runtime", "auto", "real runtime for start/detect: auto (containerd if its socket answers, else the process runtime), containerd, process")
+		startSizes = flag.String("start-sizes", "10,30,100", "pod counts of the start section")
+		scaleSizes = flag.String("scale-sizes", "1000,10000,50000", "pod counts of the scale section")
+		fleetSizes = flag.String("fleet-sizes", "10,100,500", "agent counts of the fleet section")
+		window     = flag.Duration("window", 60*time.Second, "CPU/RSS measurement window of the idle section (detect uses a sixth of it)")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	)
+	flag.Parse()
+	e := &env{runtime: *rtFlag, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
+		run: strconv.FormatInt(time.Now().Unix(), 36)}
+	var err error
+	for _, s := range []struct {
+		dst  *[]int
+		flag string
+		name string
+	}{{&e.startSizes, *startSizes, "start-sizes"}, {&e.scaleSizes, *scaleSizes, "scale-sizes"}, {&e.fleetSizes, *fleetSizes, "fleet-sizes"}} {
+		if *s.dst, err = parseSizes(s.flag); err != nil {
+			fmt.Fprintf(os.Stderr, "-%s: %v\n", s.name, err)
+			return 2
+		}
+	}
+	if e.quick {
+		e.startSizes, e.scaleSizes, e.fleetSizes = []int{5, 10}, []int{500, 2000}, []int{5, 20}
+		e.idlePods, e.window = 20, 15*time.Second
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !contains(sections, s) {
+			fmt.Fprintf(os.Stderr, "-only: unknown section %q (have %s)\n", s, strings.Join(sections, ","))
+			return 2
+		}
+		want[s] = true
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "-cpuprofile: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := e.setUp(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
+	defer e.tearDown()
+	fmt.Printf("actorlet benchmarks, run %s\nmachine: %s\nagent logs: %s\n", e.run, machine(), e.logPath)
+	failed := false
+	for _, s := range sections {
+		if !want[s] {
+			continue
+		}
+		start := time.Now()
+		fmt.Printf("\n=== %s\n", s)
+		if err := sectionFuncs[s](ctx, e); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: section %s: %v\n", s, err)
+			failed = true
+		}
+		fmt.Printf("(section %s took %s)\n", s, time.Since(start).Round(time.Second))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if e.out != "" {
+		if err := e.writeDocs(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			failed = true
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+var sectionFuncs = map[string]func(context.Context, *env) error{
+	"start":  benchStart,
+	"detect": benchDetect,
+	"scale":  benchScale,
+	"fleet":  benchFleet,
+	"idle":   benchIdle,
+}
+
+func (e *env) setUp(ctx context.Context) error {
+	var err error
+	if e.dir, err = os.MkdirTemp("", "actorlet-bench-"); err != nil {
+		return fmt.Errorf("create the scratch directory: %w", err)
+	}
+	if e.logPath, err = quietKlog(e.run); err != nil {
+		return err
+	}
+	if e.nats, err = startNATS(e.dir); err != nil {
+		return err
+	}
+	e.natsURL = e.nats.ClientURL()
+	e.bus, err = dialBus(ctx, e.natsURL)
+	return err
+}
+
+func (e *env) tearDown() {
+	if e.bus != nil {
+		e.bus.close()
+	}
+	if e.nats != nil {
+		e.nats.Shutdown()
+		e.nats.WaitForShutdown()
+	}
+	os.RemoveAll(e.dir)
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

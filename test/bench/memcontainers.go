@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/kuberuntime"
+)
+
+// Container and image verbs of memRuntime.
+
+func (r *memRuntime) CreateContainer(_ context.Context, sandboxID string, config *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	r.calls.Add(1)
+	if config.GetMetadata() == nil {
+		return "", status.Error(codes.InvalidArgument, "container config: metadata: required")
+	}
+	id := r.id("ct")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sandboxes[sandboxID] == nil {
+		return "", notFound("sandbox", sandboxID)
+	}
+	r.containers[id] = &memContainer{sandboxID: sandboxID, meta: config.Metadata, image: config.Image,
+		labels: config.Labels, annots: config.Annotations,
+		state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: time.Now().UnixNano()}
+	ix := r.index(config.Labels[kuberuntime.LabelPodUID])
+	ix.containers = append(ix.containers, id)
+	return id, nil
+}
+
+func (r *memRuntime) StartContainer(_ context.Context, id string) error {
+	r.calls.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.containers[id]
+	if c == nil {
+		return notFound("container", id)
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return status.Errorf(codes.FailedPrecondition, "container %q is %s, not created", id, c.state)
+	}
+	c.state, c.startedAt = runtimeapi.ContainerState_CONTAINER_RUNNING, time.Now().UnixNano()
+	return nil
+}
+
+func (r *memRuntime) StopContainer(_ context.Context, id string, _ int64) error {
+	r.calls.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.containers[id]
+	if c == nil {
+		return notFound("container", id)
+	}
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		r.exit(c, 137, time.Now().UnixNano())
+	}
+	return nil
+}
+
+// exit marks c exited; r.mu is held.
+func (r *memRuntime) exit(c *memContainer, code int32, at int64) {
+	c.state, c.exitCode, c.finishedAt = runtimeapi.ContainerState_CONTAINER_EXITED, code, at
+}
+
+func (r *memRuntime) RemoveContainer(_ context.Context, id string) error {
+	r.calls.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.containers[id]
+	if c == nil {
+		return nil
+	}
+	delete(r.containers, id)
+	if ix := r.byPod[c.labels[kuberuntime.LabelPodUID]]; ix != nil {
+		ix.containers = without(ix.containers, id)
+	}
+	return nil
+}
+
+func (r *memRuntime) ListContainers(_ context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	r.calls.Add(1)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*runtimeapi.Container
+	add := func(id string, c *memContainer) {
+		if f.GetId() != "" && f.GetId() != id || f.GetPodSandboxId() != "" && f.GetPodSandboxId() != c.sandboxID ||
+			f.GetState() != nil && f.GetState().State != c.state || !matches(c.labels, f.GetLabelSelector()) {
+			return
+		}
+		out = append(out, &runtimeapi.Container{Id: id, PodSandboxId: c.sandboxID, Metadata: c.meta, Image: c.image,
+			ImageRef: c.image.GetImage(), State: c.state, CreatedAt: c.createdAt, Labels: c.labels, Annotations: c.annots})
+	}
+	if uid, ok := f.GetLabelSelector()[kuberuntime.LabelPodUID]; ok {
+		if ix := r.byPod[uid]; ix != nil {
+			for _, id := range ix.containers {
+				add(id, r.containers[id])
+			}
+		}
+		return out, nil
+	}
+	for id, c := range r.containers {
+		add(id, c)
+	}
+	return out, nil
+}
+
+func (r *memRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+	r.calls.Add(1)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := r.containers[id]
+	if c == nil {
+		return nil, notFound("container", id)
+	}
+	st := &runtimeapi.ContainerStatus{Id: id, Metadata: c.meta, State: c.state, CreatedAt: c.createdAt,
+		StartedAt: c.startedAt, FinishedAt: c.finishedAt, ExitCode: c.exitCode, Image: c.image,
+		ImageRef: c.image.GetImage(), Labels: c.labels, Annotations: c.annots}
+	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
+		st.Reason = "Completed"
+		if c.exitCode != 0 {
+			st.Reason = "Error"
+		}
+	}
+	return &runtimeapi.ContainerStatusResponse{Status: st}, nil
+}
+
+func (r *memRuntime) ExecSync(_ context.Context, id string, _ []string, _ time.Duration) ([]byte, []byte, error) {
+	r.calls.Add(1)
+	return nil, nil, nil
+}
+
+func (r *memRuntime) PullImage(_ context.Context, image *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	return image.GetImage(), nil
+}
+
+func (r *memRuntime) ImageStatus(_ context.Context, image *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
+	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: image.GetImage(), RepoTags: []string{image.GetImage()}, Size: 1 << 20}}, nil
+}
+
+func (r *memRuntime) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	return nil, nil
+}
+
+func (r *memRuntime) RemoveImage(context.Context, *runtimeapi.ImageSpec) error { return nil }
+
+var _ cri.ImageService = &memRuntime{}

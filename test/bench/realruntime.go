@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/kuberuntime"
+	"github.com/actorlet/actorlet/cri/procruntime"
+)
+
+const containerdEndpoint = "unix:///run/containerd/containerd.sock"
+
+// realRuntime is a runtime that runs real containers: containerd when its
+// socket answers, else the embedded process runtime started here.
+type realRuntime struct {
+	kind   string // printed in every table
+	client *cri.Client
+	image  string
+	pid    string // the runtime's process, for CPU figures ("self" when in process)
+	events bool   // streams container events (else the PLEG relists)
+	close  func()
+}
+
+// openRuntime picks the runtime: want is "auto", "containerd" or "process".
+func openRuntime(ctx context.Context, want, dir string) (*realRuntime, error) {
+	if want == "auto" || want == "containerd" {
+		rt, err := openContainerd(ctx)
+		if err == nil || want == "containerd" {
+			return rt, err
+		}
+	}
+	return openProcess(ctx, dir)
+}
+
+func openContainerd(ctx context.Context) (*realRuntime, error) {
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	c, err := cri.Dial(dctx, containerdEndpoint, cri.WithTimeout(2*time.Minute), cri.WithLongTimeout(4*time.Minute))
+	if err != nil {
+		return nil, fmt.Errorf("connect to containerd: %w", err)
+	}
+	v, err := c.Version(dctx, "v1")
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("containerd version: %w", err)
+	}
+	return &realRuntime{
+		kind: v.RuntimeName + " " + v.RuntimeVersion, client: c, image: "actorlet.local/busybox:e2e",
+		pid: pidOf("containerd"), close: func() { c.Close() },
+	}, nil
+}
+
+func openProcess(ctx context.Context, dir string) (*realRuntime, error) {
+	sockDir, err := os.MkdirTemp("", "ab")
+	if err != nil {
+		return nil, fmt.Errorf("create the runtime socket directory: %w", err)
+	}
+	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
+	rt, err := procruntime.Start(procruntime.Options{RootDir: filepath.Join(dir, "procrt"), HostIP: "127.0.0.1"}, endpoint)
+	if err != nil {
+		os.RemoveAll(sockDir)
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := cri.Dial(dctx, endpoint)
+	if err != nil {
+		rt.Destroy()
+		os.RemoveAll(sockDir)
+		return nil, fmt.Errorf("connect to the process runtime: %w", err)
+	}
+	return &realRuntime{
+		kind: "process runtime (in process)", client: c, image: "bench/sleep:1", pid: "self", events: true,
+		close: func() { c.Close(); rt.Destroy(); os.RemoveAll(sockDir) },
+	}, nil
+}
+
+// cleanNamespace stops and removes every sandbox of the benchmark's
+// namespace: this run's and any left by an interrupted one. Nothing else on
+// the runtime is touched.
+func (r *realRuntime) cleanNamespace(ctx context.Context) (int, error) {
+	sbs, err := r.client.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{kuberuntime.LabelPodNamespace: benchNamespace},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list the benchmark's sandboxes: %w", err)
+	}
+	err = parallel(ctx, 8, sbs, func(ctx context.Context, s *runtimeapi.PodSandbox) error {
+		if s.GetMetadata().GetNamespace() != benchNamespace {
+			return nil
+		}
+		// The agent may be removing the same sandbox: gone is fine.
+		if err := r.client.StopPodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
+			return fmt.Errorf("stop sandbox %s: %w", s.Id, err)
+		}
+		if err := r.client.RemovePodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
+			return fmt.Errorf("remove sandbox %s: %w", s.Id, err)
+		}
+		return nil
+	})
+	return len(sbs), err
+}
+
+// rawStart creates one pod the way the agent would, with only the three
+// CRI calls and nothing else: the floor the agent is compared with.
+func (r *realRuntime) rawStart(ctx context.Context, logRoot, run, name string, command []string) error {
+	uid := "raw-" + run + "-" + name
+	labels := map[string]string{
+		kuberuntime.LabelPodName: name, kuberuntime.LabelPodNamespace: benchNamespace,
+		kuberuntime.LabelPodUID: uid, runLabel: run,
+	}
+	logDir := filepath.Join(logRoot, uid)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("create log dir: %w", err)
+	}
+	sc := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: benchNamespace, Uid: uid},
+		Hostname:     name,
+		Labels:       labels,
+		LogDirectory: logDir,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
+		}},
+	}
+	sb, err := r.client.RunPodSandbox(ctx, sc, "")
+	if err != nil {
+		return fmt.Errorf("run sandbox %s: %w", name, err)
+	}
+	cl := map[string]string{kuberuntime.LabelContainerName: "c"}
+	for k, v := range labels {
+		cl[k] = v
+	}
+	cc := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
+		Image:    &runtimeapi.ImageSpec{Image: r.image},
+		Command:  command,
+		Labels:   cl,
+		LogPath:  "c/0.log",
+		Linux:    &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{}},
+	}
+	if err := os.MkdirAll(filepath.Join(logDir, "c"), 0o755); err != nil {
+		return fmt.Errorf("create container log dir: %w", err)
+	}
+	id, err := r.client.CreateContainer(ctx, sb, cc, sc)
+	if err != nil {
+		return fmt.Errorf("create container in %s: %w", name, err)
+	}
+	if err := r.client.StartContainer(ctx, id); err != nil {
+		return fmt.Errorf("start container %s: %w", id, err)
+	}
+	return nil
+}
+
+// ensureImage pulls the benchmark image unless the runtime has it (on
+// containerd it is imported locally by test/e2e/setup.sh, not pullable).
+func (r *realRuntime) ensureImage(ctx context.Context) error {
+	st, err := r.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: r.image}, false)
+	if err == nil && st.GetImage() != nil {
+		return nil
+	}
+	if _, err := r.client.PullImage(ctx, &runtimeapi.ImageSpec{Image: r.image}, nil, nil); err != nil {
+		return fmt.Errorf("pull %s (on containerd, run test/e2e/setup.sh to import it): %w", r.image, err)
+	}
+	return nil
+}
