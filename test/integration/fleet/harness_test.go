@@ -1,0 +1,358 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/sources/bus/bustest"
+)
+
+// waitFor is how long a test waits for an outcome that normally takes a
+// second or two: generous, because two cores are shared by everything.
+const waitFor = 45 * time.Second
+
+// fleet is the shared bus every scenario runs on: one nats-server and a
+// client connection with the protocol's buckets.
+type fleet struct {
+	srv  *bustest.Server
+	conn *bus.Conn
+}
+
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	srv := bustest.StartServer(t, bustest.ServerOptions{})
+	return &fleet{srv: srv, conn: bustest.ConnectWithProtocol(t, srv)}
+}
+
+func (f *fleet) url() string { return f.srv.ClientURL() }
+
+// node is one agent with its own process runtime and root directory. The
+// runtime outlives agent restarts, as containerd outlives a kubelet's.
+type node struct {
+	t    *testing.T
+	name string
+	cfg  agent.Config
+	rt   *procruntime.Runtime
+	cri  *cri.Client
+
+	mu    sync.Mutex
+	agent *agent.Agent
+}
+
+// startNode starts a process runtime and an agent for name; mod may adjust
+// the configuration. Everything is stopped and removed by t.Cleanup.
+func (f *fleet) startNode(t *testing.T, name string, labels map[string]string, mod func(*agent.Config)) *node {
+	t.Helper()
+	sockDir, err := os.MkdirTemp("", "x") // unix socket paths must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
+	root := t.TempDir()
+	rt, err := procruntime.Start(procruntime.Options{RootDir: filepath.Join(root, "runtime"), HostIP: "127.0.0.1"}, endpoint)
+	if err != nil {
+		t.Fatalf("start the process runtime of %s: %v", name, err)
+	}
+	t.Cleanup(rt.Destroy)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := cri.Dial(ctx, endpoint)
+	if err != nil {
+		t.Fatalf("dial the process runtime of %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+
+	cfg := agent.DefaultConfig()
+	cfg.NodeName = name
+	cfg.NodeLabels = labels
+	cfg.NodeIP = "127.0.0.1"
+	cfg.RootDir = filepath.Join(root, "agent")
+	cfg.RelistPeriod = 500 * time.Millisecond
+	cfg.HealthzPort = 0
+	cfg.NATS = agent.NATSConfig{URL: f.url()}
+	cfg.Runtime = client
+	if mod != nil {
+		mod(&cfg)
+	}
+	n := &node{t: t, name: name, cfg: cfg, rt: rt, cri: client}
+	t.Cleanup(n.stop) // registered last: runs before the runtime goes
+	n.start()
+	return n
+}
+
+// start starts the agent (again, after stop) with the same configuration:
+// same root directory, runtime and bus.
+func (n *node) start() {
+	n.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := agent.Start(ctx, n.cfg)
+	if err != nil {
+		cancel()
+		n.t.Fatalf("start agent %s: %v", n.name, err)
+	}
+	n.mu.Lock()
+	n.agent = a
+	n.mu.Unlock()
+	n.t.Cleanup(cancel)
+}
+
+// stop stops the agent; its pods keep running in the runtime.
+func (n *node) stop() {
+	n.mu.Lock()
+	a := n.agent
+	n.agent = nil
+	n.mu.Unlock()
+	if a != nil {
+		a.Stop()
+	}
+}
+
+// sandboxes lists the runtime's sandboxes of a pod (any state).
+func (n *node) sandboxes(ns, name string) []*runtimeapi.PodSandbox {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	all, err := n.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
+		"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": ns,
+	}})
+	if err != nil {
+		n.t.Fatalf("list sandboxes of %s: %v", n.name, err)
+	}
+	return all
+}
+
+// runningContainers lists the runtime's running containers of a pod.
+func (n *node) runningContainers(ns, name string) []*runtimeapi.Container {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	all, err := n.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{
+			"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": ns,
+		},
+	})
+	if err != nil {
+		n.t.Fatalf("list containers of %s: %v", n.name, err)
+	}
+	return all
+}
+
+// ctlResult is one run of the actorletctl binary.
+type ctlResult struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+func (r ctlResult) String() string {
+	return fmt.Sprintf("exit %d after %s\nstdout:\n%s\nstderr:\n%s", r.code, r.took.Round(time.Millisecond), r.stdout, r.stderr)
+}
+
+// ctl runs the actorletctl binary against the fleet's server.
+func (f *fleet) ctl(t *testing.T, args ...string) ctlResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ctlBinary, append([]string{"--server", f.url(), "--timeout", "10s"}, args...)...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	r := ctlResult{stdout: out.String(), stderr: errOut.String(), took: time.Since(start)}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		r.code = exitErr.ExitCode()
+	default:
+		t.Fatalf("run actorletctl %v: %v", args, err)
+	}
+	return r
+}
+
+// mustCtl runs actorletctl and fails the test unless it exits 0.
+func (f *fleet) mustCtl(t *testing.T, args ...string) string {
+	t.Helper()
+	r := f.ctl(t, args...)
+	if r.code != 0 {
+		t.Fatalf("actorletctl %s: %s", strings.Join(args, " "), r)
+	}
+	return r.stdout
+}
+
+// podList runs `get pods -o json` with extra arguments and decodes the list.
+func (f *fleet) podList(t *testing.T, args ...string) []v1.Pod {
+	t.Helper()
+	out := f.mustCtl(t, append([]string{"get", "pods", "-o", "json"}, args...)...)
+	var list struct {
+		Items []v1.Pod `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("decode get pods -o json: %v\n%s", err, out)
+	}
+	return list.Items
+}
+
+// getPod is one pod from `get pods --node node -o json`; nil when absent.
+func (f *fleet) getPod(t *testing.T, nodeName, ns, name string) *v1.Pod {
+	t.Helper()
+	for _, p := range f.podList(t, "--node", nodeName, "-n", ns) {
+		if p.Name == name {
+			return &p
+		}
+	}
+	return nil
+}
+
+// waitPod polls the pod's status through actorletctl until cond holds.
+func (f *fleet) waitPod(t *testing.T, nodeName, ns, name string, what string, cond func(*v1.Pod) bool) *v1.Pod {
+	t.Helper()
+	var got *v1.Pod
+	eventually(t, waitFor, func() error {
+		got = f.getPod(t, nodeName, ns, name)
+		if !cond(got) {
+			return fmt.Errorf("pod %s/%s on %s is not %s: %s", ns, name, nodeName, what, describePod(got))
+		}
+		return nil
+	})
+	return got
+}
+
+// waitRunning waits until the pod is Running with every container running
+// and returns it.
+func (f *fleet) waitRunning(t *testing.T, nodeName, ns, name string) *v1.Pod {
+	t.Helper()
+	return f.waitPod(t, nodeName, ns, name, "running", isRunning)
+}
+
+// waitGone waits until the pod has no status entry.
+func (f *fleet) waitGone(t *testing.T, nodeName, ns, name string) {
+	t.Helper()
+	f.waitPod(t, nodeName, ns, name, "gone", func(p *v1.Pod) bool { return p == nil })
+}
+
+func isRunning(p *v1.Pod) bool {
+	if p == nil || p.Status.Phase != v1.PodRunning || p.DeletionTimestamp != nil ||
+		len(p.Status.ContainerStatuses) != len(p.Spec.Containers) {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil || cs.ContainerID == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func describePod(p *v1.Pod) string {
+	if p == nil {
+		return "no status"
+	}
+	s := fmt.Sprintf("phase=%s reason=%q message=%q deleting=%v", p.Status.Phase, p.Status.Reason, p.Status.Message, p.DeletionTimestamp != nil)
+	for _, cs := range p.Status.ContainerStatuses {
+		st := "unknown"
+		switch {
+		case cs.State.Running != nil:
+			st = "running"
+		case cs.State.Waiting != nil:
+			st = "waiting:" + cs.State.Waiting.Reason
+		case cs.State.Terminated != nil:
+			st = fmt.Sprintf("terminated:%s(%d)", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
+		}
+		s += fmt.Sprintf(" [%s %s id=%s restarts=%d]", cs.Name, st, cs.ContainerID, cs.RestartCount)
+	}
+	return s
+}
+
+// containerID is the ID of the pod's container name in its status.
+func containerID(t *testing.T, p *v1.Pod, name string) string {
+	t.Helper()
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == name {
+			return cs.ContainerID
+		}
+	}
+	t.Fatalf("pod %s has no status for container %s: %s", p.Name, name, describePod(p))
+	return ""
+}
+
+// desired is the desired-pods bucket, for raw writes and checks.
+func (f *fleet) desired(t *testing.T) jetstream.KeyValue {
+	t.Helper()
+	kv, err := f.conn.JS.KeyValue(context.Background(), bus.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// hasKey reports whether the desired bucket holds key.
+func (f *fleet) hasKey(t *testing.T, key string) bool {
+	t.Helper()
+	_, err := f.desired(t).Get(context.Background(), key)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false
+	}
+	t.Fatalf("read %s: %v", key, err)
+	return false
+}
+
+// writeManifest writes a pod manifest into dir and returns its path.
+func writeManifest(t *testing.T, dir, file, manifest string) string {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	if err := os.WriteFile(p, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// podYAML is a one-container pod running a shell script on the host.
+func podYAML(name, script string, extra ...string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: ["sh", "-c", %q]
+%s`, name, script, strings.Join(extra, "\n"))
+}
+
+// eventually polls cond until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	bustest.Eventually(t, timeout, func() error {
+		err := cond()
+		if err != nil {
+			time.Sleep(100 * time.Millisecond) // each poll may run a process: do not spin
+		}
+		return err
+	})
+}
