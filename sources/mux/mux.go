@@ -162,3 +162,24 @@ func sortByCreation(pods []*v1.Pod) {
 		return a.Name < b.Name
 	})
 }
+
+// Replay delivers every source's current pods again as ADDs and reports
+// whether all sources are ready. The agent calls it when the supervisor was
+// restarted by supervision and has lost its desired state: the new pod
+// actors adopt what is running.
+func (m *Mux) Replay() (messages.SourcesReady, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, source := range m.registered {
+		var pods []*v1.Pod
+		for _, p := range m.pods[source] {
+			pods = append(pods, p.DeepCopy())
+		}
+		if len(pods) == 0 {
+			continue
+		}
+		sortByCreation(pods)
+		m.out(messages.PodUpdate{Op: messages.OpAdd, Pods: pods, Source: source})
+	}
+	return messages.SourcesReady{Sources: append([]string(nil), m.registered...)}, m.ready
+}

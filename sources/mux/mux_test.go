@@ -299,3 +299,28 @@ func TestConcurrentSources(t *testing.T) {
 		t.Errorf("adds = %d (want 200), ready = %v", adds, m.SourcesReady())
 	}
 }
+
+// Replay re-delivers every source's pods as ADDs (oldest first), for a
+// restarted supervisor, and says whether the sources are ready.
+func TestReplay(t *testing.T) {
+	s := &sink{}
+	m := New(s.out)
+	file, remote := m.Channel(messages.SourceFile), m.Channel(messages.SourceRemote)
+	remote(set(pod("2", "b", created(2)), pod("1", "a", created(1))))
+	if _, ready := m.Replay(); ready {
+		t.Fatal("ready before the file source delivered")
+	}
+	file(set(pod("3", "c")))
+	remote(op(messages.OpRemove, pod("2", "b", created(2))))
+	s.take()
+
+	ready, ok := m.Replay()
+	if !ok || !reflect.DeepEqual(ready.Sources, []string{messages.SourceFile, messages.SourceRemote}) {
+		t.Fatalf("Replay ready = %v %v", ready, ok)
+	}
+	got := summary(s.take())
+	want := []string{"ADD:3", "ADD:1"} // file (c), then remote (a)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("replayed %v, want %v", got, want)
+	}
+}

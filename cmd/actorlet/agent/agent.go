@@ -50,6 +50,7 @@ type Agent struct {
 	system     *actor.ActorSystem
 	supervisor *actor.PID
 	remote     *remote.Source
+	mux        *mux.Mux
 	metrics    *agentMetrics
 }
 
@@ -245,7 +246,7 @@ func (a *Agent) startActors() error {
 			Prober: func() *actor.Props { return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder}) },
 			Status: func() *actor.Props { return status.Props(statusCfg) },
 		},
-		PropsOptions: a.metrics.actorPropsOptions(),
+		PropsOptions: append(a.metrics.actorPropsOptions(), actor.WithReceiverMiddleware(cfg.ReceiverMiddleware...)),
 	}
 	if err := supCfg.Validate(); err != nil {
 		return err
@@ -265,6 +266,25 @@ func (a *Agent) startActors() error {
 	return nil
 }
 
+// replayOnSupervisorRestart hands a supervisor restarted by supervision (a
+// panic in the sync loop) the desired pods again: its state went with the
+// failed incarnation, the sources' state is in the mux, and the new pod
+// actors adopt the containers that are running.
+func (a *Agent) replayOnSupervisorRestart() {
+	sub := a.system.EventStream.Subscribe(func(evt interface{}) {
+		e, ok := evt.(*actor.SupervisorEvent)
+		if !ok || e.Directive != actor.RestartDirective || !e.Child.Equal(a.supervisor) {
+			return
+		}
+		klog.ErrorS(fmt.Errorf("%v", e.Reason), "Sync loop failed and is restarted; replaying the desired pods")
+		ready, ok := a.mux.Replay()
+		if ok {
+			a.system.Root.Send(a.supervisor, &ready)
+		}
+	})
+	a.onShutdown(func() { a.system.EventStream.Unsubscribe(sub) })
+}
+
 // child is the PID of one of the supervisor's named children.
 func (a *Agent) child(name string) *actor.PID {
 	return actor.NewPID(a.system.Address(), a.supervisor.Id+"/"+name)
@@ -279,6 +299,8 @@ func (a *Agent) startSources(ctx context.Context) error {
 	})
 	m.SetRecorder(a.recorder)
 	m.OnReady(func(r messages.SourcesReady) { root.Send(a.supervisor, &r) })
+	a.mux = m
+	a.replayOnSupervisorRestart()
 	// Register every source before any of them delivers, so readiness waits
 	// for all of them.
 	remoteOut := m.Channel(messages.SourceRemote)

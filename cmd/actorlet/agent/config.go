@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/asynkron/protoactor-go/actor"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,9 @@ type Config struct {
 	// embedded process runtime: tests and benchmarks run agents on an
 	// in-memory CRI runtime this way. Not settable from flags or the file.
 	Runtime cri.Runtime `json:"-"`
+	// ReceiverMiddleware is added to every actor of the tree (tracing, or
+	// fault injection in tests). Not settable from flags or the file.
+	ReceiverMiddleware []actor.ReceiverMiddleware `json:"-"`
 }
 
 type NATSConfig struct {
