@@ -47,6 +47,8 @@ type env struct {
 	idlePods                           int
 	window                             time.Duration // CPU measurement window
 	logPath                            string
+
+	scalePoints []scalePoint // for the plot
 }
 
 var sections = []string{"start", "detect", "scale", "fleet", "idle"}

@@ -51,7 +51,9 @@ func (t *table) add(cells ...any) {
 	t.rows = append(t.rows, row)
 }
 
-func (t *table) note(format string, args ...any) { t.notes = append(t.notes, fmt.Sprintf(format, args...)) }
+func (t *table) note(format string, args ...any) {
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+}
 
 func cell(c any) string {
 	switch v := c.(type) {
