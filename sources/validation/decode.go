@@ -48,6 +48,9 @@ func DecodePod(data []byte) (*v1.Pod, error) {
 	dec.DisallowUnknownFields()
 	pod := &v1.Pod{}
 	if err := dec.Decode(pod); err != nil {
+		if errs := quantityErrors(raw); len(errs) > 0 {
+			return nil, fmt.Errorf("decode pod: %w", errs.ToAggregate())
+		}
 		return nil, fmt.Errorf("decode pod: %w", err)
 	}
 	pod.APIVersion, pod.Kind = "v1", "Pod"
