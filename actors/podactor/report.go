@@ -1,6 +1,8 @@
 package podactor
 
 import (
+	"strings"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/klog/v2"
 
@@ -114,10 +116,20 @@ func (a *podActor) probeResult(ctx actor.Context, m *messages.ProbeResultChanged
 		delete(a.failedProbes, m.ContainerName)
 		return
 	}
-	a.failedProbes[m.ContainerName] = probeFailure{containerID: m.ContainerID, message: m.Message}
+	a.failedProbes[m.ContainerName] = probeFailure{containerID: runtimeContainerID(m.ContainerID), message: m.Message}
 	if a.workType == messages.SyncWork && a.pod != nil {
 		a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
 	}
+}
+
+// runtimeContainerID turns the API form of a container ID
+// ("<runtime>://<id>", as in v1.ContainerStatus and so in probe results)
+// into the runtime's ID, the form cri.PodStatus and SyncPod use.
+func runtimeContainerID(id string) string {
+	if _, after, ok := strings.Cut(id, "://"); ok {
+		return after
+	}
+	return id
 }
 
 // probeMap is the failedProbes argument of SyncPod: container ID → message.
