@@ -253,7 +253,7 @@ func (c *cli) getNodes(ctx context.Context, output string) error {
 	fmt.Fprintln(tw, h)
 	for _, n := range nodes {
 		status := "NotReady"
-		if ok, _ := publish.NodeReady(n, now, publish.DefaultHeartbeatPeriod); ok {
+		if ok, _ := publish.NodeReady(n, now, publish.HeartbeatPeriod(n, publish.DefaultHeartbeatPeriod)); ok {
 			status = "Ready"
 		}
 		if n.Spec.Unschedulable {

@@ -97,6 +97,7 @@ func StartHeartbeat(ctx context.Context, cfg HeartbeatConfig) (*Heartbeat, error
 		beats: make(chan chan error),
 		done:  make(chan struct{}),
 	}
+	h.facts.period = cfg.Period
 	ctx, h.cancel = context.WithCancel(ctx)
 	ticker := cfg.Clock.NewTicker(cfg.Period)
 	go h.run(ctx, ticker)

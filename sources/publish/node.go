@@ -27,8 +27,25 @@ const (
 // as NotReady.
 const StaleFactor = 4
 
+// HeartbeatPeriodAnnotation carries the node's heartbeat period (a Go
+// duration), so readers judge staleness by the node's own pace.
+const HeartbeatPeriodAnnotation = "actorlet.io/heartbeat-period"
+
+// HeartbeatPeriod is the period a node says it beats at, or def when it
+// does not say (or says something unreadable).
+func HeartbeatPeriod(node *v1.Node, def time.Duration) time.Duration {
+	if node == nil {
+		return def
+	}
+	d, err := time.ParseDuration(node.Annotations[HeartbeatPeriodAnnotation])
+	if err != nil || d <= 0 {
+		return def
+	}
+	return d
+}
+
 // NodeReady judges a node read from the nodes bucket at now, given the
-// heartbeat period: it is ready only if its Ready condition is True and was
+// heartbeat period (see HeartbeatPeriod): it is ready only if its Ready condition is True and was
 // refreshed within StaleFactor periods. The string says why not.
 func NodeReady(node *v1.Node, now time.Time, period time.Duration) (bool, string) {
 	if node == nil {
@@ -62,6 +79,7 @@ type nodeFacts struct {
 	capacity  v1.ResourceList
 	info      v1.NodeSystemInfo
 	addresses []v1.NodeAddress
+	period    time.Duration // heartbeat period, published as an annotation
 }
 
 // buildNode renders the node with the latest conditions. prev (may be nil)
@@ -69,7 +87,8 @@ type nodeFacts struct {
 func buildNode(f nodeFacts, conds messages.NodeConditions, condErr error, now time.Time, prev []v1.NodeCondition) *v1.Node {
 	n := &v1.Node{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
-		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: copyMap(f.labels)},
+		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: copyMap(f.labels),
+			Annotations: map[string]string{HeartbeatPeriodAnnotation: f.period.String()}},
 		Status: v1.NodeStatus{
 			Capacity:    f.capacity.DeepCopy(),
 			Allocatable: f.capacity.DeepCopy(),
