@@ -86,7 +86,7 @@ type nodeFacts struct {
 // supplies each condition's lastTransitionTime while its status holds.
 func buildNode(f nodeFacts, conds messages.NodeConditions, condErr error, now time.Time, prev []v1.NodeCondition) *v1.Node {
 	n := &v1.Node{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: copyMap(f.labels),
 			Annotations: map[string]string{HeartbeatPeriodAnnotation: f.period.String()}},
 		Status: v1.NodeStatus{
