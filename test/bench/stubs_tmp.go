@@ -1,7 +1,3 @@
 package main
 
-import "context"
-
-func benchDetect(ctx context.Context, e *env) error { return nil }
-func benchIdle(ctx context.Context, e *env) error   { return nil }
-func (e *env) writeDocs() error                     { return nil }
+func (e *env) writeDocs() error { return nil }

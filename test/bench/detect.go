@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/cri/kuberuntime"
+	"github.com/actorlet/actorlet/sources/bus"
+)
+
+// crashPods is how many pods of the detect section die once.
+const crashPods = 5
+
+// benchDetect is section 2: how soon a container's death is seen and the
+// container restarted, per runtime and relist period, and what relisting
+// costs in CPU with idle pods.
+func benchDetect(ctx context.Context, e *env) error {
+	idle := 30
+	if e.quick {
+		idle = 10
+	}
+	t := newTable("Failure detection and restart (ms), relisting CPU",
+		"runtime", "PLEG", "relist period", "detect p50", "detect max", "restarted p50", "restarted max", fmt.Sprintf("agent CPU, %d idle pods (%% core)", idle), "runtime CPU (% core)")
+	var kinds []string
+	switch e.runtime {
+	case "auto":
+		kinds = []string{"containerd", "process"}
+	default:
+		kinds = []string{e.runtime}
+	}
+	for _, kind := range kinds {
+		rt, err := openRuntime(ctx, kind, e.dir)
+		if err != nil {
+			t.note("%s: not measured: %v", kind, err)
+			continue
+		}
+		for _, period := range []time.Duration{time.Second, 100 * time.Millisecond} {
+			if err := detectOnce(ctx, e, rt, period, idle, t); err != nil {
+				rt.close()
+				return err
+			}
+		}
+		rt.close()
+	}
+	t.note("%d pods run `sh -c 'sleep 2; exit 3'` (restartPolicy Always): the first exit is restarted at once (no back-off yet)", crashPods)
+	t.note("detect: the container's finishedAt from CRI ContainerStatus (ns) → the first status in KV actorlet_status showing the death (state terminated or restartCount ≥ 1); observed on the bus, so it includes PLEG → supervisor → pod actor → status actor → NATS")
+	t.note("restarted: finishedAt → the first status with restartCount ≥ 1 and the container running; both include the harness's KV watch delivery")
+	t.note("CPU: %s of process CPU time (/proc/<pid>/stat utime+stime) per wall second, with %d `sleep 3600` pods running and nothing changing; agent = this process (agent and nats-server, and the process runtime when it is the runtime); runtime = the containerd process", e.fleetWindow(), idle)
+	t.note("the process runtime streams container events, so its PLEG relists only as a safety net and the relist period barely matters; containerd 1.6 has no event stream, so the PLEG relists at the period")
+	e.report.emit(t)
+	return nil
+}
+
+func detectOnce(ctx context.Context, e *env, rt *realRuntime, period time.Duration, idle int, t *table) error {
+	if err := rt.ensureImage(ctx); err != nil {
+		return err
+	}
+	if _, err := rt.cleanNamespace(ctx); err != nil {
+		return err
+	}
+	defer rt.cleanNamespace(context.Background())
+	kindTok := strings.Fields(rt.kind)[0]
+	node := fmt.Sprintf("bench-detect-%s-%d-%s", kindTok, period.Milliseconds(), e.run)
+	a, err := startAgent(ctx, agentOpts{name: node, dir: e.dir, natsURL: e.natsURL, runtime: rt.client, relist: period})
+	if err != nil {
+		return err
+	}
+	defer a.Stop()
+	w, err := e.bus.watchStatus(ctx, statusFilter(node, benchNamespace))
+	if err != nil {
+		return err
+	}
+	defer w.stop()
+
+	// Idle pods, then the CPU window.
+	sleepers, err := podSpec{image: rt.image, command: []string{"sleep", "3600"}, run: e.run}.nodePods(node, "idle", idle)
+	if err != nil {
+		return err
+	}
+	if err := e.bus.put(ctx, sleepers); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, 5*time.Minute, "idle pods Running", func() bool { return w.count(isRunning) >= idle }); err != nil {
+		return err
+	}
+	self, err := startCPU("self")
+	if err != nil {
+		return err
+	}
+	var rtCPU *cpuMeter
+	if rt.pid != "self" && rt.pid != "" {
+		rtCPU, _ = startCPU(rt.pid)
+	}
+	select {
+	case <-time.After(e.fleetWindow()):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	agentPct, _ := self.percent()
+	rtPct := "in agent"
+	if rtCPU != nil {
+		if p, err := rtCPU.percent(); err == nil {
+			rtPct = fmt.Sprintf("%.2f", p)
+		}
+	}
+
+	// Crashing pods.
+	crashers, err := podSpec{image: rt.image, command: []string{"sh", "-c", "sleep 2; exit 3"}, run: e.run}.nodePods(node, "crash", crashPods)
+	if err != nil {
+		return err
+	}
+	if err := e.bus.put(ctx, crashers); err != nil {
+		return err
+	}
+	restarted := func(p *podState) bool { return !p.restarted.IsZero() }
+	if err := waitFor(ctx, 3*time.Minute, "crashing pods restarted", func() bool { return w.count(restarted) >= crashPods }); err != nil {
+		return err
+	}
+	var detect, restart durations
+	states := w.snapshot()
+	for key := range crashers {
+		name := key[strings.LastIndexByte(key, '.')+1:]
+		p, ok := states[bus.StatusKey(node, benchNamespace, name)]
+		if !ok {
+			continue
+		}
+		fin, err := firstFinishedAt(ctx, rt, node, name)
+		if err != nil {
+			return err
+		}
+		detect = append(detect, p.died.Sub(fin))
+		restart = append(restart, p.restarted.Sub(fin))
+	}
+	mode := "relist"
+	if rt.events {
+		mode = "events"
+	}
+	t.add(rt.kind, mode, period.String(), detect.percentile(50), detect.max(), restart.percentile(50), restart.max(), fmt.Sprintf("%.2f", agentPct), rtPct)
+
+	all := append(keysOf(sleepers), keysOf(crashers)...)
+	if err := e.bus.purge(ctx, all); err != nil {
+		return err
+	}
+	return waitFor(ctx, 5*time.Minute, "the agent to stop its pods", func() bool {
+		cs, err := rt.client.ListContainers(ctx, &runtimeapi.ContainerFilter{
+			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+			LabelSelector: map[string]string{kuberuntime.LabelNode: node},
+		})
+		return err == nil && len(cs) == 0
+	})
+}
+
+// firstFinishedAt is when the first instance (attempt 0) of a pod's
+// container exited, as the runtime recorded it.
+func firstFinishedAt(ctx context.Context, rt *realRuntime, node, pod string) (time.Time, error) {
+	cs, err := rt.client.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{
+		kuberuntime.LabelNode: node, kuberuntime.LabelPodName: pod, kuberuntime.LabelPodNamespace: benchNamespace,
+	}})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("list containers of %s: %w", pod, err)
+	}
+	for _, c := range cs {
+		if c.GetMetadata().GetAttempt() != 0 {
+			continue
+		}
+		st, err := rt.client.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("status of container %s: %w", c.Id, err)
+		}
+		if f := st.GetStatus().GetFinishedAt(); f > 0 {
+			return time.Unix(0, f), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("pod %s: no exited first container", pod)
+}
