@@ -47,6 +47,7 @@ type env struct {
 	idlePods                           int
 	window                             time.Duration // CPU measurement window
 	logPath                            string
+	machine                            string
 
 	scalePoints []scalePoint // for the plot
 }
@@ -116,13 +117,15 @@ func run() int {
 		return 1
 	}
 	defer e.tearDown()
-	fmt.Printf("actorlet benchmarks, run %s\nmachine: %s\nagent logs: %s\n", e.run, machine(), e.logPath)
+	e.machine = machine()
+	fmt.Printf("actorlet benchmarks, run %s\nmachine: %s\nagent logs: %s\n", e.run, e.machine, e.logPath)
 	failed := false
 	for _, s := range sections {
 		if !want[s] {
 			continue
 		}
 		start := time.Now()
+		e.report.section = s
 		fmt.Printf("\n=== %s\n", s)
 		if err := sectionFuncs[s](ctx, e); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: section %s: %v\n", s, err)

@@ -116,23 +116,16 @@ func (t *table) markdown(w io.Writer) {
 	}
 }
 
-// report collects the tables of one run.
-type report struct{ tables []*table }
-
-func (r *report) emit(t *table) {
-	r.tables = append(r.tables, t)
-	t.print(os.Stdout)
+// report collects the tables of one run, by section.
+type report struct {
+	section   string
+	bySection map[string][]*table
 }
 
-func (r *report) writeMarkdown(path string, header string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+func (r *report) emit(t *table) {
+	if r.bySection == nil {
+		r.bySection = map[string][]*table{}
 	}
-	defer f.Close()
-	fmt.Fprint(f, header)
-	for _, t := range r.tables {
-		t.markdown(f)
-	}
-	return f.Close()
+	r.bySection[r.section] = append(r.bySection[r.section], t)
+	t.print(os.Stdout)
 }
