@@ -21,7 +21,8 @@ type childFailed struct {
 // restartStrategy restarts a failing child after an exponential back-off,
 // at most max times within window; beyond that it stops the child (the
 // supervisor sees Terminated and respawns it later). Every decision is also
-// sent to the supervisor as childFailed.
+// sent to the supervisor as childFailed and published on the actor
+// system's event stream as an actor.SupervisorEvent.
 type restartStrategy struct {
 	clock      Clock
 	max        int
@@ -42,6 +43,13 @@ func (s *restartStrategy) HandleFailure(sys *actor.ActorSystem, sup actor.Superv
 	rs.Fail()
 	n := rs.NumberOfFailures(s.window)
 	ev := &childFailed{Child: child, Reason: fmt.Sprint(reason), Failures: n}
+	directive := actor.RestartDirective
+	if n > s.max {
+		directive = actor.StopDirective
+	}
+	// As protoactor's own strategies do, publish the decision: observers
+	// (the agent's actorlet_actor_restarts_total) count restarts from it.
+	sys.EventStream.Publish(&actor.SupervisorEvent{Child: child, Reason: reason, Directive: directive})
 	if n > s.max {
 		rs.Reset()
 		ev.GaveUp = true
