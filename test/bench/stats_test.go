@@ -1,0 +1,73 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := time.Millisecond
+	d := durations{5 * ms, 1 * ms, 4 * ms, 2 * ms, 3 * ms}
+	tests := []struct {
+		p    float64
+		want time.Duration
+	}{{50, 3 * ms}, {99, 5 * ms}, {100, 5 * ms}, {1, 1 * ms}, {20, 1 * ms}, {21, 2 * ms}}
+	for _, tt := range tests {
+		if got := d.percentile(tt.p); got != tt.want {
+			t.Errorf("percentile(%v) = %v, want %v", tt.p, got, tt.want)
+		}
+	}
+	if got := (durations{}).percentile(50); got != 0 {
+		t.Errorf("empty percentile = %v, want 0", got)
+	}
+	if d[0] != 5*ms {
+		t.Error("percentile sorted its receiver in place")
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{"10,30,100", []int{10, 30, 100}, false},
+		{" 5 ", []int{5}, false},
+		{"10,,20", nil, true},
+		{"0", nil, true},
+		{"-3", nil, true},
+		{"x", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := parseSizes(tt.in)
+		if (err != nil) != tt.wantErr || !tt.wantErr && len(got) != len(tt.want) {
+			t.Errorf("parseSizes(%q) = %v, %v; want %v (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestTableMarkdown(t *testing.T) {
+	tb := newTable("T", "a", "b")
+	tb.add(1, 1500*time.Microsecond)
+	tb.note("n %d", 2)
+	var b strings.Builder
+	tb.markdown(&b)
+	want := "#### T\n\n| a | b |\n| --- | --- |\n| 1 | 1.50 |\n\n- n 2\n\n"
+	if b.String() != want {
+		t.Errorf("markdown =\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+func TestProcCPUAndRSS(t *testing.T) {
+	if _, err := procCPU("self"); err != nil {
+		t.Fatal(err)
+	}
+	rss, err := procRSS("self")
+	if err != nil || rss <= 0 {
+		t.Fatalf("procRSS = %d, %v; want a positive size", rss, err)
+	}
+	if _, err := procCPU("999999999"); err == nil {
+		t.Error("procCPU of a missing process: want an error")
+	}
+}
