@@ -1,0 +1,97 @@
+package actorcore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// A graceful delete (the desired pod rewritten with a deletion timestamp and
+// grace period, as actorletctl delete does) runs the preStop hook, gives a
+// TERM-ignoring container the grace period before SIGKILL (exit 137), and
+// once the pod has terminated the node deletes the desired key itself and
+// its status entry goes away.
+func TestGracefulDeleteRunsPreStopAndHonoursGrace(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	e := newEnv(t, envOptions{})
+	preStopMarker := filepath.Join(e.dir, "prestop")
+	app := shell("app", `trap "" TERM; while :; do sleep 1; done`)
+	app.Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{
+		Exec: &v1.ExecAction{Command: []string{"/bin/sh", "-c", "date +%s.%N > " + preStopMarker}},
+	}}
+	pod := e.pod("graceful", app)
+	long := int64(30)
+	pod.Spec.TerminationGracePeriodSeconds = &long // the deletion's grace must win
+	e.apply(pod)
+	e.waitPod("graceful", 30*time.Second, running)
+
+	watch := e.watchStatus("graceful")
+	const grace = 3
+	deleted := time.Now()
+	e.deleteGracefully("graceful", grace)
+
+	// The first published status with the container terminated.
+	var killed statusUpdate
+	eventually(t, 30*time.Second, func() error {
+		_, history := watch.snapshot()
+		for _, u := range history {
+			if u.pod == nil || len(u.pod.Status.ContainerStatuses) != 1 {
+				continue
+			}
+			if term := u.pod.Status.ContainerStatuses[0].State.Terminated; term != nil {
+				killed = u
+				return nil
+			}
+		}
+		return fmt.Errorf("no status with the container terminated among %d updates", len(history))
+	})
+	term := killed.pod.Status.ContainerStatuses[0].State.Terminated
+	if term.ExitCode != 137 {
+		t.Errorf("exit code = %d (%s), want 137: the container ignores TERM, so only SIGKILL ends it", term.ExitCode, term.Reason)
+	}
+	if killed.pod.DeletionTimestamp == nil {
+		t.Error("the terminated status does not carry the deletion timestamp")
+	}
+	took := killed.at.Sub(deleted)
+	t.Logf("terminated %s after the delete (grace %ds)", took.Round(time.Millisecond), grace)
+	if took < grace*time.Second-500*time.Millisecond || took > (grace+10)*time.Second {
+		t.Errorf("the container was killed %s after the delete, want about the %ds grace period", took, grace)
+	}
+	if _, err := os.Stat(preStopMarker); err != nil {
+		t.Errorf("the preStop hook did not run: %v", err)
+	}
+
+	// Finalize: the node removes the desired key, then the status entry.
+	eventually(t, 15*time.Second, func() error {
+		exists, err := e.desiredExists("graceful")
+		if err != nil || exists {
+			return fmt.Errorf("desired key still there (err %v)", err)
+		}
+		return nil
+	})
+	eventually(t, 15*time.Second, func() error {
+		if p, err := e.podStatus("graceful"); err == nil {
+			return fmt.Errorf("status entry still there: %s", brief(p))
+		}
+		return nil
+	})
+	eventually(t, 15*time.Second, func() error {
+		cs, err := e.containers("graceful")
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return fmt.Errorf("container %s still running", c.Id)
+			}
+		}
+		return nil
+	})
+	t.Logf("wall time %s", time.Since(start).Round(time.Millisecond))
+}
