@@ -204,6 +204,11 @@ func (a *agent) cleanup(t *testing.T) {
 		t.Logf("cleanup: swept %d sandboxes of %s", n, namespace)
 	}
 	if t.Failed() {
+		// Kept after the temp dir goes, for a closer look.
+		keep := filepath.Join(os.TempDir(), "actorlet-e2e-logs", runID, strings.ReplaceAll(t.Name(), "/", "_")+".log")
+		if b, err := os.ReadFile(a.logPath); err == nil && os.MkdirAll(filepath.Dir(keep), 0o755) == nil && os.WriteFile(keep, b, 0o644) == nil {
+			a.logPath = keep
+		}
 		t.Logf("actorlet log (%s), last lines:\n%s", a.logPath, a.logTail(150))
 	}
 }
