@@ -60,7 +60,9 @@ func NodeReady(node *v1.Node, now time.Time, period time.Duration) (bool, string
 	if ready == nil {
 		return false, "no Ready condition"
 	}
-	if age := now.Sub(ready.LastHeartbeatTime.Time); age > StaleFactor*period {
+	// Timestamps on the bus have whole seconds: a beat may look up to a
+	// second older than it is, which must not flap a fast-beating node.
+	if age := now.Sub(ready.LastHeartbeatTime.Time); age > StaleFactor*period+time.Second {
 		return false, fmt.Sprintf("heartbeat stale for %s", age.Round(time.Second))
 	}
 	if ready.Status != v1.ConditionTrue {

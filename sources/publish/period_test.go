@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ func TestHeartbeatPeriodIsPublished(t *testing.T) {
 	if ok, _ := NodeReady(node, now.Add(time.Second), HeartbeatPeriod(node, DefaultHeartbeatPeriod)); !ok {
 		t.Errorf("node is not ready 1s after its beat")
 	}
-	if ok, why := NodeReady(node, now.Add(3*time.Second), HeartbeatPeriod(node, DefaultHeartbeatPeriod)); ok || why == "" {
-		t.Errorf("node beating every 500ms is still ready 3s after its last beat (%q)", why)
+	if ok, why := NodeReady(node, now.Add(4*time.Second), HeartbeatPeriod(node, DefaultHeartbeatPeriod)); ok || why == "" {
+		t.Errorf("node beating every 500ms is still ready 4s after its last beat (%q)", why)
 	}
 
 	for _, tt := range []struct {
@@ -45,5 +46,28 @@ func TestHeartbeatPeriodIsPublished(t *testing.T) {
 	}
 	if got := HeartbeatPeriod(nil, time.Minute); got != time.Minute {
 		t.Errorf("HeartbeatPeriod(nil) = %v, want the default", got)
+	}
+}
+
+// A beat read back from the bus has lost its fraction of a second; a node
+// beating every 200ms must not look stale because of that.
+func TestNodeReadyAllowsForWholeSecondTimestamps(t *testing.T) {
+	beat := time.Date(2025, 6, 1, 12, 0, 0, 900_000_000, time.UTC)
+	node := buildNode(nodeFacts{name: "n1", period: 200 * time.Millisecond},
+		messages.NodeConditions{RuntimeReady: true, PLEGHealthy: true}, nil, beat, nil)
+	data, err := json.Marshal(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read v1.Node
+	if err := json.Unmarshal(data, &read); err != nil {
+		t.Fatal(err)
+	}
+	period := HeartbeatPeriod(&read, DefaultHeartbeatPeriod)
+	if ok, why := NodeReady(&read, beat.Add(100*time.Millisecond), period); !ok {
+		t.Errorf("node read back 100ms after its beat is not ready: %s", why)
+	}
+	if ok, _ := NodeReady(&read, beat.Add(3*time.Second), period); ok {
+		t.Errorf("node is still ready 3s after its last beat with a 200ms period")
 	}
 }
