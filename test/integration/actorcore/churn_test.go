@@ -93,4 +93,3 @@ func describeWorker(t *testing.T, sys *actor.ActorSystem, supervisor *actor.PID,
 	}
 	return d
 }
-
