@@ -30,6 +30,9 @@ func (e *env) writeDocs() error {
 		for _, t := range e.report.bySection[s] {
 			t.markdown(&b)
 		}
+		if err := e.report.failures[s]; err != nil {
+			fmt.Fprintf(&b, "_This section failed in the run that wrote this file: %v_\n", err)
+		}
 		if b.Len() == 0 {
 			b.WriteString("_Not run in the invocation that wrote this file._\n")
 		}

@@ -129,6 +129,7 @@ func run() int {
 		fmt.Printf("\n=== %s\n", s)
 		if err := sectionFuncs[s](ctx, e); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: section %s: %v\n", s, err)
+			e.report.fail(s, err)
 			failed = true
 		}
 		fmt.Printf("(section %s took %s)\n", s, time.Since(start).Round(time.Second))

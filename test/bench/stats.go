@@ -120,6 +120,14 @@ func (t *table) markdown(w io.Writer) {
 type report struct {
 	section   string
 	bySection map[string][]*table
+	failures  map[string]error
+}
+
+func (r *report) fail(section string, err error) {
+	if r.failures == nil {
+		r.failures = map[string]error{}
+	}
+	r.failures[section] = err
 }
 
 func (r *report) emit(t *table) {
