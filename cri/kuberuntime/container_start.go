@@ -39,6 +39,12 @@ func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		}
 	}
 
+	if id := m.createdInstance(ctx, prev, c, t.sandboxID); id != "" {
+		klog.InfoS("Starting the container instance created but never started (the agent stopped in between)",
+			"pod", klog.KObj(pod), "container", c.Name, "containerID", id)
+		return m.runContainer(ctx, pod, c, id, prev.RestartCount)
+	}
+
 	imageRef, err := m.ensureImage(ctx, pod, c, t.sandboxCfg)
 	if err != nil {
 		return err
@@ -63,7 +69,28 @@ func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		return wrapKind(ErrCreateContainer, err, "create container %q", c.Name)
 	}
 	m.event(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	return m.runContainer(ctx, pod, c, id, restartCount)
+}
 
+// createdInstance returns the ID of prev when it is an instance of c, with
+// c's current spec, in the target sandbox, that was created but never
+// started: an agent that died between CreateContainer and StartContainer
+// (or whose CreateContainer completed after it died) left it. Starting it
+// keeps the pod at one container instead of leaving a dead one beside a new
+// one.
+func (m *Manager) createdInstance(ctx context.Context, prev *cri.ContainerStatus, c *v1.Container, sandboxID string) string {
+	if prev == nil || prev.State != cri.ContainerStateCreated || prev.Hash != hashContainer(c) || sandboxID == "" {
+		return ""
+	}
+	cs, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{Id: prev.ID, PodSandboxId: sandboxID})
+	if err != nil || len(cs) != 1 || cs[0].State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return ""
+	}
+	return prev.ID
+}
+
+// runContainer starts the created container id and runs c's postStart hook.
+func (m *Manager) runContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, restartCount int) error {
 	if err := m.rt.StartContainer(ctx, id); err != nil {
 		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return wrapKind(ErrRunContainer, err, "start container %q (%s)", c.Name, id)
