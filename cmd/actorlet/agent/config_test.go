@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	full := file("full.yaml", `nodeName: from-file
+nodeLabels: {zone: a, role: edge}
+rootDir: /var/lib/from-file
+maxPods: 20
+syncFrequency: 30s
+relistPeriod: 250ms
+nodeStatusUpdateFrequency: 5s
+runtimeRequestTimeout: 1m
+healthzPort: 0
+nats:
+  url: nats://file:4222
+  user: node
+`)
+	unknown := file("unknown.yaml", "nodeName: n1\nmaxPod: 3\n")
+	badDuration := file("bad-duration.yaml", "syncFrequency: soon\n")
+	root := filepath.Join(dir, "root")
+
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr []string // all in the error
+		check   func(t *testing.T, c Config)
+	}{
+		{
+			name: "kubelet flag names",
+			args: []string{"--node-name", "n1", "--root-dir", root, "--pod-manifest-path", "/etc/manifests",
+				"--container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "--max-pods", "7",
+				"--node-labels", "zone=a, role=edge", "--node-ip", "10.0.0.5", "--sync-frequency", "30s",
+				"--node-status-update-frequency", "2s", "--healthz-port", "0", "--healthz-bind-address", "0.0.0.0"},
+			check: func(t *testing.T, c Config) {
+				want := Config{NodeName: "n1", RootDir: root, PodManifestPath: "/etc/manifests",
+					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", MaxPods: 7,
+					NodeLabels: map[string]string{"zone": "a", "role": "edge"}, NodeIP: "10.0.0.5",
+					SyncFrequency: 30 * time.Second, NodeStatusUpdateFrequency: 2 * time.Second, HealthzPort: 0,
+					HealthzBindAddress: "0.0.0.0", PodLogsDir: filepath.Join(root, "pod-logs"),
+					RelistPeriod: time.Second, RuntimeRequestTimeout: 2 * time.Minute,
+					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
+				if !reflect.DeepEqual(c, want) {
+					t.Errorf("config =\n%+v\nwant\n%+v", c, want)
+				}
+			},
+		},
+		{
+			name: "nats flags",
+			args: []string{"--node-name", "n1", "--root-dir", root, "--nats-url", "nats://a:4222,nats://b:4222", "--nats-creds", "/n1.creds"},
+			check: func(t *testing.T, c Config) {
+				if c.NATS.URL != "nats://a:4222,nats://b:4222" || c.NATS.CredsFile != "/n1.creds" {
+					t.Errorf("nats = %+v", c.NATS)
+				}
+			},
+		},
+		{name: "label without value", args: []string{"--node-name", "n1", "--node-labels", "zone=a,edge"}, wantErr: []string{"--node-labels", `"edge" is not key=value`}},
+		{name: "label without key", args: []string{"--node-name", "n1", "--node-labels", "=a"}, wantErr: []string{"--node-labels", `"=a"`}},
+		{name: "bad max pods", args: []string{"--node-name", "n1", "--max-pods", "0"}, wantErr: []string{"max-pods", "must be positive"}},
+		{name: "bad duration flag", args: []string{"--sync-frequency", "often"}, wantErr: []string{"sync-frequency"}},
+		{name: "unknown flag", args: []string{"--pod-manifests", "/x"}, wantErr: []string{"pod-manifests"}},
+		{name: "stray argument", args: []string{"--node-name", "n1", "run"}, wantErr: []string{`unexpected argument "run"`}},
+		{
+			name: "config file",
+			args: []string{"--config", full},
+			check: func(t *testing.T, c Config) {
+				if c.NodeName != "from-file" || c.RootDir != "/var/lib/from-file" || c.MaxPods != 20 ||
+					!reflect.DeepEqual(c.NodeLabels, map[string]string{"zone": "a", "role": "edge"}) ||
+					c.SyncFrequency != 30*time.Second || c.RelistPeriod != 250*time.Millisecond ||
+					c.NodeStatusUpdateFrequency != 5*time.Second || c.RuntimeRequestTimeout != time.Minute ||
+					c.HealthzPort != 0 || c.NATS.URL != "nats://file:4222" || c.NATS.User != "node" {
+					t.Errorf("config from file = %+v", c)
+				}
+				if c.HealthzBindAddress != "127.0.0.1" || c.NATS.Port != 4222 {
+					t.Errorf("defaults not kept for keys the file leaves out: %+v", c)
+				}
+			},
+		},
+		{
+			name: "flags win over the file",
+			args: []string{"--node-name", "from-flag", "--config", full, "--max-pods", "3", "--node-labels", "zone=b", "--sync-frequency", "10s", "--nats-url", "nats://flag:4222"},
+			check: func(t *testing.T, c Config) {
+				if c.NodeName != "from-flag" || c.MaxPods != 3 || !reflect.DeepEqual(c.NodeLabels, map[string]string{"zone": "b"}) ||
+					c.SyncFrequency != 10*time.Second || c.NATS.URL != "nats://flag:4222" {
+					t.Errorf("flags did not win: %+v", c)
+				}
+				if c.RootDir != "/var/lib/from-file" || c.RelistPeriod != 250*time.Millisecond || c.NATS.User != "node" {
+					t.Errorf("file values not given as flags were lost: %+v", c)
+				}
+			},
+		},
+		{name: "unknown key in the file", args: []string{"--config", unknown}, wantErr: []string{unknown, `unknown field "maxPod"`}},
+		{name: "bad duration in the file", args: []string{"--config", badDuration}, wantErr: []string{badDuration, "soon"}},
+		{name: "missing file", args: []string{"--config", filepath.Join(dir, "nope.yaml")}, wantErr: []string{"--config", "nope.yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseFlags(tt.args)
+			if len(tt.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("ParseFlags(%v) = nil error, want one with %q", tt.args, tt.wantErr)
+				}
+				for _, w := range tt.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q lacks %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseFlags(%v): %v", tt.args, err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
