@@ -21,7 +21,7 @@ func TestRestartedAgentAdoptsRunningPod(t *testing.T) {
 	before := containerStatus(t, e.waitPod("adopted", 30*time.Second, running), "app")
 
 	e.agent.Stop()
-	if p, err := e.cmd.GetPod(e.ctx(), e.node, namespace, "adopted"); err == nil {
+	if p, err := e.cmd.GetPod(e.bg, e.node, namespace, "adopted"); err == nil {
 		t.Fatalf("the stopped agent still answers: %s", brief(p))
 	}
 	assertOneOfEach(t, e, "adopted", before.ContainerID, "after the agent stopped")
@@ -31,7 +31,7 @@ func TestRestartedAgentAdoptsRunningPod(t *testing.T) {
 	// The new agent's own view (the command service answers from its live
 	// status), after its worker has synced the pod a few times.
 	eventually(t, 30*time.Second, func() error {
-		d, err := e.cmd.DescribePod(e.ctx(), e.node, namespace, "adopted")
+		d, err := e.cmd.DescribePod(e.bg, e.node, namespace, "adopted")
 		if err != nil {
 			return err
 		}
@@ -43,7 +43,7 @@ func TestRestartedAgentAdoptsRunningPod(t *testing.T) {
 		}
 		return nil
 	})
-	p, err := e.cmd.GetPod(e.ctx(), e.node, namespace, "adopted")
+	p, err := e.cmd.GetPod(e.bg, e.node, namespace, "adopted")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,8 @@ type env struct {
 
 	cfg   agent.Config
 	agent *agent.Agent
+
+	bg context.Context // canceled when the test ends
 }
 
 // envOptions are the few knobs tests turn.
@@ -82,6 +84,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	bg, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e.bg = bg
 	e.srv = bustest.StartServer(t, bustest.ServerOptions{})
 	e.conn = bustest.ConnectWithProtocol(t, e.srv)
 	e.desired = e.bucket(bus.DesiredBucket)
@@ -190,11 +195,10 @@ func (e *env) bucket(name string) jetstream.KeyValue {
 	return kv
 }
 
-// ctx is a context for one bus or runtime call.
-func (e *env) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	e.t.Cleanup(cancel)
-	return ctx
+// call is a context for one bus or runtime call, ended by the test's end
+// or after 20 s.
+func (e *env) call() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(e.bg, 20*time.Second)
 }
 
 // pod builds a pod of the given containers; each gets the env's marker and
@@ -242,7 +246,9 @@ func (e *env) apply(pod *v1.Pod) {
 	if err != nil {
 		e.t.Fatalf("encode pod %s: %v", pod.Name, err)
 	}
-	if _, err := e.desired.Put(e.ctx(), e.desiredKey(pod.Name), data); err != nil {
+	ctx, cancel := e.call()
+	defer cancel()
+	if _, err := e.desired.Put(ctx, e.desiredKey(pod.Name), data); err != nil {
 		e.t.Fatalf("apply pod %s: %v", pod.Name, err)
 	}
 }
@@ -250,7 +256,9 @@ func (e *env) apply(pod *v1.Pod) {
 // remove deletes the pod's desired key: immediate deletion.
 func (e *env) remove(name string) {
 	e.t.Helper()
-	if err := e.desired.Delete(e.ctx(), e.desiredKey(name)); err != nil {
+	ctx, cancel := e.call()
+	defer cancel()
+	if err := e.desired.Delete(ctx, e.desiredKey(name)); err != nil {
 		e.t.Fatalf("delete desired pod %s: %v", name, err)
 	}
 }
@@ -259,7 +267,9 @@ func (e *env) remove(name string) {
 // grace period, as actorletctl delete does.
 func (e *env) deleteGracefully(name string, grace int64) {
 	e.t.Helper()
-	entry, err := e.desired.Get(e.ctx(), e.desiredKey(name))
+	ctx, cancel := e.call()
+	defer cancel()
+	entry, err := e.desired.Get(ctx, e.desiredKey(name))
 	if err != nil {
 		e.t.Fatalf("read desired pod %s: %v", name, err)
 	}
@@ -275,7 +285,9 @@ func (e *env) deleteGracefully(name string, grace int64) {
 
 // desiredExists reports whether the pod's desired key exists.
 func (e *env) desiredExists(name string) (bool, error) {
-	_, err := e.desired.Get(e.ctx(), e.desiredKey(name))
+	ctx, cancel := e.call()
+	defer cancel()
+	_, err := e.desired.Get(ctx, e.desiredKey(name))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return false, nil
@@ -287,7 +299,9 @@ func (e *env) desiredExists(name string) (bool, error) {
 
 // podStatus reads the pod's entry in the status bucket.
 func (e *env) podStatus(name string) (*v1.Pod, error) {
-	entry, err := e.status.Get(e.ctx(), e.statusKey(name))
+	ctx, cancel := e.call()
+	defer cancel()
+	entry, err := e.status.Get(ctx, e.statusKey(name))
 	if err != nil {
 		return nil, fmt.Errorf("status of %s: %w", name, err)
 	}
@@ -376,7 +390,8 @@ func brief(p *v1.Pod) string {
 
 // events reads every event recorded about the pod from the events stream.
 func (e *env) events(name string) ([]v1.Event, error) {
-	ctx := e.ctx()
+	ctx, cancel := e.call()
+	defer cancel()
 	cons, err := e.conn.JS.OrderedConsumer(ctx, bus.EventsStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{bus.EventSubject(e.node, namespace, name)},
 	})
@@ -422,14 +437,18 @@ func (e *env) waitEvent(name, eventType, reason string, timeout time.Duration) v
 
 // containers lists the runtime's container instances of a pod.
 func (e *env) containers(pod string) ([]*runtimeapi.Container, error) {
-	return e.cri.ListContainers(e.ctx(), &runtimeapi.ContainerFilter{
+	ctx, cancel := e.call()
+	defer cancel()
+	return e.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		LabelSelector: map[string]string{kuberuntime.LabelPodName: pod, kuberuntime.LabelPodNamespace: namespace},
 	})
 }
 
 // sandboxes lists the runtime's sandboxes of a pod.
 func (e *env) sandboxes(pod string) ([]*runtimeapi.PodSandbox, error) {
-	return e.cri.ListPodSandbox(e.ctx(), &runtimeapi.PodSandboxFilter{
+	ctx, cancel := e.call()
+	defer cancel()
+	return e.cri.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		LabelSelector: map[string]string{kuberuntime.LabelPodName: pod, kuberuntime.LabelPodNamespace: namespace},
 	})
 }

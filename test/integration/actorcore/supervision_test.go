@@ -34,7 +34,7 @@ func TestPanickingPodActorIsRestartedAndPodKeepsRunning(t *testing.T) {
 
 	watch := e.watchStatus("steady")
 	planted.arm()
-	if _, err := e.cmd.Restart(e.ctx(), e.node, namespace, "steady", "side"); err != nil {
+	if _, err := e.cmd.Restart(e.bg, e.node, namespace, "steady", "side"); err != nil {
 		t.Fatalf("restart the sidecar: %v", err)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -74,7 +74,7 @@ func TestPanickingPodActorIsRestartedAndPodKeepsRunning(t *testing.T) {
 		}
 		return nil
 	})
-	d, err := e.cmd.DescribePod(e.ctx(), e.node, namespace, "steady")
+	d, err := e.cmd.DescribePod(e.bg, e.node, namespace, "steady")
 	if err != nil {
 		t.Fatalf("describe: %v", err)
 	}
