@@ -192,7 +192,7 @@ func testCommands(t *testing.T, f *fleet) {
 // testNodeNotReady: a stopped agent's node turns NotReady within a few of
 // its (short) heartbeat periods.
 func testNodeNotReady(t *testing.T, f *fleet) {
-	n := f.startNode(t, "nr-n1", nil, func(c *agent.Config) { c.NodeStatusUpdateFrequency = 300 * time.Millisecond })
+	n := f.startNode(t, "nr-n1", nil, func(c *agent.Config) { c.NodeStatusUpdateFrequency = 500 * time.Millisecond })
 	eventually(t, waitFor, func() error {
 		if nodes := f.mustCtl(t, "get", "nodes"); !lineHas(nodes, n.name, "Ready") || lineHas(nodes, n.name, "NotReady") {
 			return fmt.Errorf("node not Ready:\n%s", nodes)
@@ -208,7 +208,7 @@ func testNodeNotReady(t *testing.T, f *fleet) {
 		return nil
 	})
 	if took := time.Since(stopped); took > 10*time.Second {
-		t.Errorf("NotReady only after %s with a 300ms heartbeat", took)
+		t.Errorf("NotReady only after %s with a 500ms heartbeat", took)
 	}
 }
 
