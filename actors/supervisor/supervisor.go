@@ -221,15 +221,17 @@ func (s *supervisor) probeResult(ctx actor.Context, m *messages.ProbeResultChang
 	}
 }
 
-// lifecycleEvent syncs a known pod; a dead container also triggers removal
-// of the pod's dead containers.
+// lifecycleEvent syncs a known pod; a dead or started container also
+// triggers removal of the pod's dead containers and sandboxes (a start may
+// follow a replaced sandbox, e.g. one an agent killed mid-creation left
+// not ready, which no container death would ever collect).
 func (s *supervisor) lifecycleEvent(ctx actor.Context, m *messages.PodLifecycleEvent) {
 	if d := s.pods[m.PodUID]; d != nil && !d.rejected && !d.done {
 		if w := s.liveWorker(m.PodUID); w != nil {
 			s.dispatch(ctx, m.PodUID, messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: d.pod, StartTime: s.cfg.Clock.Now()})
 		}
 	}
-	if m.Type == messages.ContainerDied {
+	if m.Type == messages.ContainerDied || m.Type == messages.ContainerStarted {
 		rt, uid, self, root, life := s.cfg.Runtime, m.PodUID, ctx.Self(), ctx.ActorSystem().Root, s.life
 		go func() {
 			err := rt.RemoveDeadContainers(life, uid)
