@@ -61,27 +61,31 @@ func TestAgentKilledWhileCreatingPods(t *testing.T) {
 		return nil
 	})
 
-	// Exactly once each, and nothing else in the namespace.
+	// Exactly once each (dead leftovers are collected shortly after the
+	// pod's container starts), and nothing else in the namespace.
 	uids := map[string]string{}
 	for _, p := range pods {
-		uid := string(all[p.Name].UID)
-		uids[uid] = p.Name
-		rp, err := runtimePodByUID(context.Background(), rt, uid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rp.sandboxes) != 1 || rp.readySandboxes() != 1 || len(rp.containers) != 1 || rp.runningContainers() != 1 {
-			t.Errorf("pod %s: %d sandboxes (%d ready), %d containers (%d running); want exactly one ready sandbox and one running container",
-				p.Name, len(rp.sandboxes), rp.readySandboxes(), len(rp.containers), rp.runningContainers())
-			continue
-		}
-		if rp.containers[0].PodSandboxId != rp.sandboxes[0].Id {
-			t.Errorf("pod %s: container in sandbox %s, not the pod's sandbox %s", p.Name, rp.containers[0].PodSandboxId, rp.sandboxes[0].Id)
-		}
+		uids[string(all[p.Name].UID)] = p.Name
 		if got := containerStatus(all[p.Name], "main").RestartCount; got != 0 {
 			t.Errorf("pod %s: restartCount %d, want 0", p.Name, got)
 		}
 	}
+	eventually(t, 20*time.Second, func() error {
+		for uid, name := range uids {
+			rp, err := runtimePodByUID(context.Background(), rt, uid)
+			if err != nil {
+				return err
+			}
+			if len(rp.sandboxes) != 1 || rp.readySandboxes() != 1 || len(rp.containers) != 1 || rp.runningContainers() != 1 {
+				return fmt.Errorf("pod %s: %d sandboxes (%d ready), %d containers (%d running); want exactly one ready sandbox and one running container",
+					name, len(rp.sandboxes), rp.readySandboxes(), len(rp.containers), rp.runningContainers())
+			}
+			if rp.containers[0].PodSandboxId != rp.sandboxes[0].Id {
+				return fmt.Errorf("pod %s: container in sandbox %s, not the pod's sandbox %s", name, rp.containers[0].PodSandboxId, rp.sandboxes[0].Id)
+			}
+		}
+		return nil
+	})
 	sbs, err := sandboxesIn(context.Background(), rt, namespace)
 	if err != nil {
 		t.Fatal(err)
