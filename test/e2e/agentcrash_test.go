@@ -63,29 +63,55 @@ func TestAgentKilledWhileCreatingPods(t *testing.T) {
 
 	// Exactly once each (dead leftovers are collected shortly after the
 	// pod's container starts), and nothing else in the namespace.
+	//
+	// One exception is tolerated and logged: containerd itself failing the
+	// first start (StartError, never started) of a container in a sandbox it
+	// was still finishing for the killed agent ("namespace path: lstat
+	// /proc/0/ns/ipc"). The agent then starts a new instance, as the kubelet
+	// does, and keeps the failed one as the pod's last dead instance.
 	uids := map[string]string{}
 	for _, p := range pods {
 		uids[string(all[p.Name].UID)] = p.Name
-		if got := containerStatus(all[p.Name], "main").RestartCount; got != 0 {
-			t.Errorf("pod %s: restartCount %d, want 0", p.Name, got)
-		}
 	}
+	failedStarts := map[string]bool{}
 	eventually(t, 20*time.Second, func() error {
 		for uid, name := range uids {
 			rp, err := runtimePodByUID(context.Background(), rt, uid)
 			if err != nil {
 				return err
 			}
-			if len(rp.sandboxes) != 1 || rp.readySandboxes() != 1 || len(rp.containers) != 1 || rp.runningContainers() != 1 {
+			if len(rp.sandboxes) != 1 || rp.readySandboxes() != 1 || rp.runningContainers() != 1 {
 				return fmt.Errorf("pod %s: %d sandboxes (%d ready), %d containers (%d running); want exactly one ready sandbox and one running container",
 					name, len(rp.sandboxes), rp.readySandboxes(), len(rp.containers), rp.runningContainers())
 			}
-			if rp.containers[0].PodSandboxId != rp.sandboxes[0].Id {
-				return fmt.Errorf("pod %s: container in sandbox %s, not the pod's sandbox %s", name, rp.containers[0].PodSandboxId, rp.sandboxes[0].Id)
+			for _, c := range rp.containers {
+				if c.PodSandboxId != rp.sandboxes[0].Id {
+					return fmt.Errorf("pod %s: container %s in sandbox %s, not the pod's sandbox %s", name, c.Id, c.PodSandboxId, rp.sandboxes[0].Id)
+				}
+				if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+					continue
+				}
+				st, err := rt.ContainerStatus(context.Background(), c.Id, false)
+				if err != nil {
+					return err
+				}
+				if st.Status.Reason != "StartError" || st.Status.StartedAt != 0 {
+					return fmt.Errorf("pod %s: a second container %s (%s, %s) beside the running one", name, c.Id, c.State, st.Status.Reason)
+				}
+				failedStarts[name] = true
 			}
 		}
 		return nil
 	})
+	for _, p := range pods {
+		got := containerStatus(all[p.Name], "main").RestartCount
+		switch {
+		case failedStarts[p.Name]:
+			t.Logf("pod %s: containerd failed the first start in its half-made sandbox; restarted once (restartCount %d)", p.Name, got)
+		case got != 0:
+			t.Errorf("pod %s: restartCount %d, want 0", p.Name, got)
+		}
+	}
 	sbs, err := sandboxesIn(context.Background(), rt, namespace)
 	if err != nil {
 		t.Fatal(err)
