@@ -95,7 +95,7 @@ func TestRestartPolicyAndCrashLoopBackOff(t *testing.T) {
 		t.Errorf("back-off did not grow: gaps %v s", gaps)
 	}
 	t.Logf("gaps between the first starts: %v s", gaps)
-	for i, want := range []struct{ min, max int64 }{{0, 4}, {9, 17}, {19, 32}} {
+	for i, want := range []struct{ min, max int64 }{{0, 4}, {9, 18}, {19, 32}} {
 		if gaps[i] < want.min || gaps[i] > want.max {
 			t.Errorf("gap %d between starts = %d s, want %d..%d s (gaps %v)", i+1, gaps[i], want.min, want.max, gaps)
 		}
