@@ -361,3 +361,19 @@ func TestRemovingARejectedPodDropsItsStatus(t *testing.T) {
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "status forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
 }
+
+// A status a worker computed just before it was purged reaches the loop
+// after the pod was forgotten: it must not bring the pod's status back.
+func TestLateStatusAfterPurgeIsDropped(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
+	eventually(t, "finished", func() bool { return finished(h, "a") })
+	h.housekeep()
+	eventually(t, "forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
+	before := len(recorded[*messages.PodStatusComputed](h.status))
+	h.send(&messages.PodStatusComputed{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed}})
+	h.never("late status forwarded", func() bool { return len(recorded[*messages.PodStatusComputed](h.status)) != before })
+}

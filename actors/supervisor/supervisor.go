@@ -122,7 +122,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *messages.PodWorkerStateChanged:
 		s.workerStateChanged(ctx, m)
 	case *messages.PodStatusComputed:
-		s.tell(ctx, m, s.status, s.prober)
+		// A status from a worker already purged (its pod forgotten) would
+		// bring the pod's status back after its removal: drop it.
+		if w := s.workers[m.Pod.UID]; w != nil && !w.stopping {
+			s.tell(ctx, m, s.status, s.prober)
+		}
 	case *messages.GetDesiredPod:
 		if w := s.workers[m.UID]; w != nil {
 			w.restarting = false // it asks once restarted
