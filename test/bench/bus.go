@@ -208,11 +208,18 @@ func (sw *statusWatch) observe(e jetstream.KeyValueEntry, now time.Time) {
 
 // count is how many watched pods satisfy f.
 func (sw *statusWatch) count(f func(*podState) bool) int {
+	return sw.countKeys("", f)
+}
+
+// countKeys is how many watched pods whose status key starts with prefix
+// satisfy f (the fleet's nodes share a prefix; stale entries of other
+// sections' nodes must not count).
+func (sw *statusWatch) countKeys(prefix string, f func(*podState) bool) int {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	n := 0
-	for _, p := range sw.pods {
-		if f(p) {
+	for k, p := range sw.pods {
+		if strings.HasPrefix(k, prefix) && f(p) {
 			n++
 		}
 	}

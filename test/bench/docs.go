@@ -50,7 +50,7 @@ func (e *env) writeDocs() error {
 	defer f.Close()
 	err = tmpl.Execute(f, map[string]any{
 		"Machine": e.machine, "Command": "make bench ARGS=\"" + strings.Join(os.Args[1:], " ") + "\"",
-		"Tables": tables, "Plot": plotName, "HasPlot": len(e.scalePoints) > 0, "Run": e.run,
+		"Tables": tables, "Plot": plotName, "HasPlot": len(e.scalePoints) > 0, "Run": e.run, "Quick": e.quick,
 	})
 	if err != nil {
 		return fmt.Errorf("render %s: %w", path, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ func (e *env) fleetWindow() time.Duration { return e.window / 6 }
 func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 	labels := map[string]string{"actorlet.io/bench-fleet": fmt.Sprintf("%s-%d", e.run, k)}
 	heap0 := liveHeap()
+	prefix := fmt.Sprintf("bench-fleet-%s-%d-", e.run, k) // node names, and so status keys, start with it
 	agents := make([]*agent.Agent, k)
 	runtimes := make([]*memRuntime, k)
 	idx := make([]int, k)
@@ -48,7 +50,7 @@ func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 	defer func() { stopAll(agents) }()
 	err := parallel(ctx, 8, idx, func(ctx context.Context, i int) error {
 		runtimes[i] = newMemRuntime()
-		a, err := startAgent(ctx, agentOpts{name: fmt.Sprintf("bench-fleet-%d-%d-%s", k, i, e.run), dir: e.dir,
+		a, err := startAgent(ctx, agentOpts{name: fmt.Sprintf("%s%d", prefix, i), dir: e.dir,
 			natsURL: e.natsURL, runtime: runtimes[i], labels: labels, heartbeat: 10 * time.Second})
 		agents[i] = a
 		return err
@@ -89,14 +91,14 @@ func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 	if err := e.bus.put(ctx, values); err != nil {
 		return err
 	}
-	err = waitFor(ctx, 10*time.Minute, fmt.Sprintf("%d fleet pods Running", total), func() bool { return w.count(isRunning) >= total })
+	err = waitFor(ctx, 10*time.Minute, fmt.Sprintf("%d fleet pods Running", total), func() bool { return w.countKeys(prefix, isRunning) >= total })
 	if err != nil {
 		return err
 	}
 	v1 := varz(e.nats)
 	var lat durations
-	for _, p := range w.snapshot() {
-		if !p.running.IsZero() && p.running.After(t1) {
+	for key, p := range w.snapshot() {
+		if strings.HasPrefix(key, prefix) && !p.running.IsZero() {
 			lat = append(lat, p.running.Sub(t1))
 		}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -71,3 +73,29 @@ func TestProcCPUAndRSS(t *testing.T) {
 		t.Error("procCPU of a missing process: want an error")
 	}
 }
+
+func TestWriteDocsRendersEverySection(t *testing.T) {
+	dir := t.TempDir()
+	e := &env{out: dir, run: "r1", machine: "m", quick: true, report: &report{}}
+	e.report.section = "idle"
+	tb := newTable("Idle", "a")
+	tb.add(1)
+	e.report.bySection = map[string][]*table{"idle": {tb}}
+	e.report.fail("start", errTest("boom"))
+	if err := e.writeDocs(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#### Idle", "failed in the run that wrote this file: boom", "Not run in the invocation", "-quick` figures", "machine: m"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("benchmarks.md lacks %q", want)
+		}
+	}
+}
+
+type errTest string
+
+func (e errTest) Error() string { return string(e) }
