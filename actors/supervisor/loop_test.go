@@ -371,9 +371,13 @@ func TestLateStatusAfterPurgeIsDropped(t *testing.T) {
 	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "finished", func() bool { return finished(h, "a") })
+	// The removed pod's final status is not published: the pod is gone
+	// from its source and must not come back into view.
+	before := len(recorded[*messages.PodStatusComputed](h.status))
+	h.send(&messages.PodStatusComputed{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed}})
+	h.never("status of a removed pod forwarded", func() bool { return len(recorded[*messages.PodStatusComputed](h.status)) != before })
 	h.housekeep()
 	eventually(t, "forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
-	before := len(recorded[*messages.PodStatusComputed](h.status))
 	h.send(&messages.PodStatusComputed{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed}})
 	h.never("late status forwarded", func() bool { return len(recorded[*messages.PodStatusComputed](h.status)) != before })
 }

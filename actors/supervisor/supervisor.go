@@ -122,9 +122,10 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *messages.PodWorkerStateChanged:
 		s.workerStateChanged(ctx, m)
 	case *messages.PodStatusComputed:
-		// A status from a worker already purged (its pod forgotten) would
-		// bring the pod's status back after its removal: drop it.
-		if w := s.workers[m.Pod.UID]; w != nil && !w.stopping {
+		// Status is published only for pods a source still wants: the final
+		// status of a removed pod (or one from a worker already purged)
+		// would bring the pod back into view after its removal.
+		if w := s.workers[m.Pod.UID]; w != nil && !w.stopping && s.pods[m.Pod.UID] != nil {
 			s.tell(ctx, m, s.status, s.prober)
 		}
 	case *messages.GetDesiredPod:

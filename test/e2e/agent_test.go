@@ -87,6 +87,9 @@ func (a *agent) start(t *testing.T) {
 	} else {
 		args = append(args, "--nats-port", strconv.Itoa(a.natsPort))
 	}
+	if v := os.Getenv("ACTORLET_E2E_V"); v != "" {
+		args = append(args, "-v", v) // agent log verbosity, for debugging a failing scenario
+	}
 	args = append(args, a.opts.args...)
 	f, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
