@@ -76,6 +76,7 @@ func newHarness(t *testing.T, uid types.UID) *harness {
 	t.Helper()
 	h := &harness{t: t, sys: quietSystem(), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
 		rt: fake.NewRuntime(), cache: fake.NewCache(), uid: uid}
+	h.rt.UseStatuses(h.cache)
 	props, err := Props(Config{Runtime: h.rt, Cache: h.cache, Clock: h.clock}, uid)
 	if err != nil {
 		t.Fatalf("props: %v", err)

@@ -29,6 +29,9 @@ type Runtime interface {
 	RestartContainer(ctx context.Context, pod *v1.Pod, containerID, containerName string) error
 	// GeneratePodStatus derives the API status of pod from the runtime status.
 	GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodStatus
+	// GetPodStatus reads the pod's status from the runtime now (after a
+	// sync that changed it, instead of waiting for PLEG's next relist).
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error)
 }
 
 // Cache is the PLEG's pod status cache.

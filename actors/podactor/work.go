@@ -87,7 +87,33 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 	if err := cfg.Runtime.SyncPod(ctx, j.pod, status, j.failedProbes); err != nil {
 		r.err = fmt.Errorf("sync pod %q: %w", j.uid, err)
 	}
+	if !steady(j.pod, api) && ctx.Err() == nil {
+		// The sync likely changed the pod (started a sandbox or containers,
+		// or hit a back-off): report what the runtime has now rather than
+		// the status from before the sync, which PLEG would only correct
+		// on its next relist. The cache stays PLEG's: the next sync still
+		// waits for status newer than this one.
+		if fresh, err := cfg.Runtime.GetPodStatus(ctx, j.uid, j.pod.Name, j.pod.Namespace); err == nil {
+			r.status = fresh
+			api = cfg.Runtime.GeneratePodStatus(j.pod, fresh)
+			r.apiStatus = &api
+		}
+	}
 	return r
+}
+
+// steady reports whether every container of the pod was running before the
+// sync: a sync then usually changes nothing, and its status stands.
+func steady(pod *v1.Pod, api v1.PodStatus) bool {
+	if api.Phase != v1.PodRunning || len(api.ContainerStatuses) != len(pod.Spec.Containers) {
+		return false
+	}
+	for _, cs := range api.ContainerStatuses {
+		if cs.State.Running == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // restartContainers kills the running containers a RestartPod named; the

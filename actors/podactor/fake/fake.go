@@ -22,6 +22,7 @@ const (
 	OpSyncPod              = "SyncPod"
 	OpKillPod              = "KillPod"
 	OpRestartContainer     = "RestartContainer"
+	OpGetPodStatus         = "GetPodStatus"
 	OpGetPods              = "GetPods"
 	OpRemoveDeadContainers = "RemoveDeadContainers"
 	OpCleanupPod           = "CleanupPod"
@@ -45,7 +46,10 @@ type Call struct {
 // Runtime is a fake runtime manager. The zero value is not usable: use
 // NewRuntime.
 type Runtime struct {
-	mu      sync.Mutex
+	mu       sync.Mutex
+	statuses interface {
+		Get(types.UID) (*cri.PodStatus, error)
+	}
 	calls   []Call
 	holds   map[string]chan struct{}
 	errs    map[string]error
@@ -191,6 +195,33 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, running *cri.Pod, gr
 		c.UID = pod.UID
 	}
 	return r.call(ctx, c)
+}
+
+// GetPodStatus records the call and returns the pod's status from the
+// runtime view the test set (see UseStatuses), else an empty status.
+func (r *Runtime) GetPodStatus(ctx context.Context, uid types.UID, _, _ string) (*cri.PodStatus, error) {
+	if err := r.call(ctx, Call{Op: OpGetPodStatus, UID: uid}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	view := r.statuses
+	r.mu.Unlock()
+	if view != nil {
+		if s, err := view.Get(uid); err == nil {
+			return s, nil
+		}
+	}
+	return &cri.PodStatus{ID: uid}, nil
+}
+
+// UseStatuses makes GetPodStatus answer from view (the fake cache), so the
+// runtime and the cache agree as they do for real.
+func (r *Runtime) UseStatuses(view interface {
+	Get(types.UID) (*cri.PodStatus, error)
+}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.statuses = view
 }
 
 // RestartContainer records the call.

@@ -164,8 +164,13 @@ func apply(t *testing.T, kv jetstream.KeyValue, node string, pod *v1.Pod) {
 
 func waitRunning(t *testing.T, kv jetstream.KeyValue, node, name string) *v1.Pod {
 	t.Helper()
+	return waitRunningWithin(t, kv, node, name, 15*time.Second)
+}
+
+func waitRunningWithin(t *testing.T, kv jetstream.KeyValue, node, name string, within time.Duration) *v1.Pod {
+	t.Helper()
 	var pod v1.Pod
-	bustest.Eventually(t, 15*time.Second, func() error {
+	bustest.Eventually(t, within, func() error {
 		e, err := kv.Get(context.Background(), bus.StatusKey(node, "default", name))
 		if err != nil {
 			return err
