@@ -67,6 +67,7 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, sys: NewQuietActorSystem(), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
 		rt: fake.NewRuntime(), cache: fake.NewCache(), status: &recorder{}, prober: &recorder{}}
+	h.rt.UseStatuses(h.cache)
 	cfg := Config{Runtime: h.rt, Cache: h.cache, Clock: h.clock, NodeName: "node-1",
 		NodeLabels: map[string]string{"zone": "a"},
 		Children:   Children{Status: h.status.props, Prober: h.prober.props}}
