@@ -33,6 +33,17 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 
 func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, status *cri.PodStatus, t startTarget) error {
 	prev := status.FindContainerStatusByName(c.Name)
+	if prev != nil && prev.State != cri.ContainerStateExited {
+		// The status may be stale (an exit not yet seen by PLEG): ask the
+		// runtime what the previous instance is now, so a container that
+		// just died is not restarted past its back-off.
+		if now, err := m.rt.ContainerStatus(ctx, prev.ID, false); err == nil && now.GetStatus() != nil {
+			prev = toContainerStatus(now.GetStatus())
+		}
+		if prev.State == cri.ContainerStateRunning {
+			return nil // already running: the sync acted on a stale status
+		}
+	}
 	if prev != nil && prev.State == cri.ContainerStateExited {
 		if err := m.checkRestartBackOff(pod, c, prev); err != nil {
 			return err

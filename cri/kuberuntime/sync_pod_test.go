@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"errors"
+	"github.com/actorlet/actorlet/cri"
 	"strings"
 	"testing"
 	"time"
@@ -316,5 +317,41 @@ func TestSyncPodInitFailureWithNeverFailsPod(t *testing.T) {
 	_, api := e.status(t, pod)
 	if api.Phase != v1.PodFailed {
 		t.Errorf("phase = %s, want Failed", api.Phase)
+	}
+}
+
+// A stale status (PLEG has not seen the exit yet) shows the previous
+// instance as not exited: the start path asks the runtime, and a container
+// that just died again waits out its back-off instead of being restarted at
+// once.
+func TestStaleStatusDoesNotBypassCrashLoopBackOff(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.status(t, pod)
+	e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 1, e.clock.Now())
+	if err := e.sync(t, pod, nil).Error(); err != nil { // first restart: at once
+		t.Fatalf("first restart: %v", err)
+	}
+	st, _ = e.status(t, pod)
+	second := st.FindContainerStatusByName("app")
+	e.rt.exitContainer(t, second.ID, 1, e.clock.Now())
+
+	// The status the sync gets still shows the second instance as created.
+	stale, _ := e.status(t, pod)
+	for _, cs := range stale.ContainerStatuses {
+		if cs.ID == second.ID {
+			cs.State, cs.FinishedAt = cri.ContainerStateCreated, time.Time{}
+		}
+	}
+	before := e.rt.count("CreateContainer")
+	err := e.m.SyncPod(context.Background(), pod, stale, nil).Error()
+	if !errors.Is(err, ErrCrashLoopBackOff) {
+		t.Fatalf("error = %v, want CrashLoopBackOff", err)
+	}
+	if n := e.rt.count("CreateContainer"); n != before {
+		t.Fatalf("a new instance was created (%d CreateContainer calls) past the back-off", n-before)
 	}
 }
