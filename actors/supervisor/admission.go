@@ -29,17 +29,50 @@ type rejection struct {
 	Message string
 }
 
-// admit checks pod against the node given the pods already admitted and
-// still active. It returns nil when the pod may run.
-func admit(n node, pod *v1.Pod, active []*v1.Pod) *rejection {
-	if len(active)+1 > n.maxPods {
-		return &rejection{ReasonOutOfPods, fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", len(active), n.maxPods)}
+// usage is what the active (admitted, not done) pods take of the node:
+// their count, summed requests and host ports. The supervisor keeps one,
+// updated as pods are admitted and rebuilt after anything else that changes
+// which pods are active, so admitting a burst of pods costs O(1) each.
+type usage struct {
+	pods  int
+	used  v1.ResourceList
+	ports map[hostPort]int  // bindings by exact ip/protocol/port
+	bound map[protoPort]int // bindings by protocol/port, any ip
+}
+
+type protoPort struct {
+	protocol v1.Protocol
+	port     int32
+}
+
+func newUsage(active []*v1.Pod) *usage {
+	u := &usage{used: v1.ResourceList{}, ports: map[hostPort]int{}, bound: map[protoPort]int{}}
+	for _, p := range active {
+		u.add(p)
+	}
+	return u
+}
+
+// add counts pod as active; on a nil (stale) usage it does nothing.
+func (u *usage) add(pod *v1.Pod) {
+	if u == nil {
+		return
+	}
+	u.pods++
+	addTo(u.used, podRequests(pod))
+	for _, hp := range hostPorts(pod) {
+		u.ports[hp]++
+		u.bound[protoPort{hp.protocol, hp.port}]++
+	}
+}
+
+// admit checks pod against the node given what the active pods use. It
+// returns nil when the pod may run.
+func admit(n node, pod *v1.Pod, u *usage) *rejection {
+	if u.pods+1 > n.maxPods {
+		return &rejection{ReasonOutOfPods, fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", u.pods, n.maxPods)}
 	}
 	if n.allocatable != nil {
-		used := v1.ResourceList{}
-		for _, p := range active {
-			addTo(used, podRequests(p))
-		}
 		req := podRequests(pod)
 		names := make([]string, 0, len(req))
 		for name := range req {
@@ -52,16 +85,16 @@ func admit(n node, pod *v1.Pod, active []*v1.Pod) *rejection {
 				continue
 			}
 			capacity := n.allocatable[v1.ResourceName(name)]
-			total := used[v1.ResourceName(name)]
+			total := u.used[v1.ResourceName(name)].DeepCopy()
 			total.Add(r)
 			if total.Cmp(capacity) > 0 {
-				u := used[v1.ResourceName(name)]
+				used := u.used[v1.ResourceName(name)]
 				return &rejection{reasonOutOfPrefix + name, fmt.Sprintf("Node didn't have enough resource: %s, requested: %s, used: %s, capacity: %s",
-					name, r.String(), u.String(), capacity.String())}
+					name, r.String(), used.String(), capacity.String())}
 			}
 		}
 	}
-	if conflicts := portConflicts(pod, active); len(conflicts) > 0 {
+	if conflicts := portConflicts(pod, u); len(conflicts) > 0 {
 		return &rejection{ReasonNodePorts, "Node didn't have free ports for the requested pod ports: " + strings.Join(conflicts, ", ")}
 	}
 	for k, v := range pod.Spec.NodeSelector {
@@ -130,17 +163,17 @@ func hostPorts(p *v1.Pod) []hostPort {
 	return out
 }
 
-// portConflicts lists the pod's host ports already taken by active pods.
-func portConflicts(pod *v1.Pod, active []*v1.Pod) []string {
+// portConflicts lists the pod's host ports already taken by active pods: the
+// same binding, or the same protocol and port where either side binds every
+// address (0.0.0.0).
+func portConflicts(pod *v1.Pod, u *usage) []string {
 	var out []string
-	want := hostPorts(pod)
-	for _, p := range active {
-		for _, used := range hostPorts(p) {
-			for _, w := range want {
-				if w.port == used.port && w.protocol == used.protocol && (w.ip == used.ip || w.ip == "0.0.0.0" || used.ip == "0.0.0.0") {
-					out = append(out, fmt.Sprintf("%s/%s:%d", w.protocol, w.ip, w.port))
-				}
-			}
+	for _, w := range hostPorts(pod) {
+		pp := protoPort{w.protocol, w.port}
+		taken := u.ports[w] > 0 || u.ports[hostPort{"0.0.0.0", w.protocol, w.port}] > 0 ||
+			(w.ip == "0.0.0.0" && u.bound[pp] > 0)
+		if taken {
+			out = append(out, fmt.Sprintf("%s/%s:%d", w.protocol, w.ip, w.port))
 		}
 	}
 	return out

@@ -30,10 +30,15 @@ func TestAdmitRejectsEachReason(t *testing.T) {
 		{"host port taken", withHostPort(newPod("p", "p", 1), 8080), running, ReasonNodePorts},
 		{"other host port free", withHostPort(newPod("p", "p", 1), 8081), running, ""},
 		{"node selector", selector, nil, ReasonNodeAffinity},
+		{"same port on another address", bind(newPod("p", "p", 1), "10.0.0.2", "TCP", 9000), []*v1.Pod{bind(newPod("a", "a", 1), "10.0.0.1", "TCP", 9000)}, ""},
+		{"same port, same address", bind(newPod("p", "p", 1), "10.0.0.1", "TCP", 9000), []*v1.Pod{bind(newPod("a", "a", 1), "10.0.0.1", "TCP", 9000)}, ReasonNodePorts},
+		{"every address vs one address", bind(newPod("p", "p", 1), "", "TCP", 9000), []*v1.Pod{bind(newPod("a", "a", 1), "10.0.0.1", "TCP", 9000)}, ReasonNodePorts},
+		{"one address vs every address", bind(newPod("p", "p", 1), "10.0.0.1", "TCP", 9000), []*v1.Pod{bind(newPod("a", "a", 1), "", "TCP", 9000)}, ReasonNodePorts},
+		{"same port, other protocol", bind(newPod("p", "p", 1), "", "UDP", 9000), []*v1.Pod{bind(newPod("a", "a", 1), "", "TCP", 9000)}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := admit(n, tc.pod, tc.active)
+			r := admit(n, tc.pod, newUsage(tc.active))
 			switch {
 			case tc.want == "" && r != nil:
 				t.Fatalf("rejected: %+v", r)
@@ -64,6 +69,32 @@ func TestRestartBackoffIsExponentialAndCapped(t *testing.T) {
 	for i, w := range want {
 		if got := s.delay(i + 1); int64(got) != w {
 			t.Fatalf("delay(%d) = %v, want %v", i+1, got, w)
+		}
+	}
+}
+
+func bind(p *v1.Pod, ip, proto string, port int32) *v1.Pod {
+	p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: port, HostIP: ip, Protocol: v1.Protocol(proto)}}
+	return p
+}
+
+// The usage kept incrementally as pods are admitted equals the one rebuilt
+// from the active pods.
+func TestUsageIncrementalEqualsRebuilt(t *testing.T) {
+	var pods []*v1.Pod
+	u := newUsage(nil)
+	for i, req := range []string{"100m", "250m", "1", "1500m"} {
+		p := bind(withRequests(newPod("p", "p", int64(i)), req, "64Mi"), "", "TCP", int32(8000+i))
+		pods = append(pods, p)
+		u.add(p)
+	}
+	rebuilt := newUsage(pods)
+	if u.pods != rebuilt.pods || len(u.ports) != len(rebuilt.ports) || len(u.bound) != len(rebuilt.bound) {
+		t.Fatalf("incremental %+v != rebuilt %+v", u, rebuilt)
+	}
+	for name, q := range rebuilt.used {
+		if got := u.used[name]; got.Cmp(q) != 0 {
+			t.Fatalf("%s: incremental %s, rebuilt %s", name, got.String(), q.String())
 		}
 	}
 }

@@ -25,6 +25,10 @@ type desiredPod struct {
 type supervisor struct {
 	cfg  Config
 	node node
+	// usage is what active pods take of the node, for admission: kept up
+	// to date as pods are admitted, nil (rebuilt on next use) after any
+	// other change of which pods are active.
+	usage *usage
 
 	pods    map[types.UID]*desiredPod
 	workers map[types.UID]*worker

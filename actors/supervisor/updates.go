@@ -60,7 +60,7 @@ func (s *supervisor) addPods(ctx actor.Context, source string, pods []*v1.Pod) {
 			continue
 		}
 		d := &desiredPod{pod: p, source: source}
-		if r := admit(s.node, p, s.activePods()); r != nil {
+		if r := admit(s.node, p, s.currentUsage()); r != nil {
 			d.rejected = true
 			s.pods[p.UID] = d
 			klog.InfoS("Pod rejected at admission", "pod", klog.KObj(p), "podUID", p.UID, "reason", r.Reason, "message", r.Message)
@@ -68,6 +68,7 @@ func (s *supervisor) addPods(ctx actor.Context, source string, pods []*v1.Pod) {
 			continue
 		}
 		s.pods[p.UID] = d
+		s.usage.add(p)
 		s.dispatch(ctx, p.UID, messages.SyncPod{UpdateType: messages.SyncPodCreate, Pod: p, StartTime: s.cfg.Clock.Now()})
 	}
 }
@@ -81,6 +82,7 @@ func (s *supervisor) updatePod(ctx actor.Context, source string, p *v1.Pod) {
 		return
 	}
 	d.pod = p
+	s.usage = nil // its requests may have changed
 	if d.rejected || d.done || s.static.isWaiting(p.UID) {
 		return
 	}
@@ -91,6 +93,7 @@ func (s *supervisor) updatePod(ctx actor.Context, source string, p *v1.Pod) {
 func (s *supervisor) removePod(ctx actor.Context, uid types.UID) {
 	d := s.pods[uid]
 	delete(s.pods, uid)
+	s.usage = nil
 	s.static.forget(uid)
 	s.tell(ctx, &messages.PodForgotten{UID: uid}, s.prober)
 	if s.workers[uid] == nil {

@@ -178,6 +178,7 @@ func (s *supervisor) workerStateChanged(ctx actor.Context, m *messages.PodWorker
 		return
 	}
 	w.state, w.finished, w.restartRequested, w.static, w.fullName = m.WorkType, m.Finished, m.RestartRequested, m.Static, m.FullName
+	s.usage = nil
 	if m.Finished && m.Static {
 		s.startNextStatic(ctx, m.FullName, m.UID)
 	}
@@ -228,6 +229,7 @@ func (s *supervisor) childTerminated(ctx actor.Context, who *actor.PID) {
 		return
 	}
 	delete(s.byPID, who.Id)
+	s.usage = nil
 	w := s.workers[uid]
 	if w == nil || w.pid.Id != who.Id {
 		return
@@ -313,6 +315,14 @@ func (s *supervisor) lifecycle(uid types.UID) *messages.PodLifecycle {
 	l.MayRemoveRuntime = terminated
 	l.MayRemoveContent = w.evicted || (w.deleted && terminated)
 	return l
+}
+
+// currentUsage is what the active pods use of the node, rebuilt when stale.
+func (s *supervisor) currentUsage() *usage {
+	if s.usage == nil {
+		s.usage = newUsage(s.activePods())
+	}
+	return s.usage
 }
 
 // activePods are the admitted pods that are not done.

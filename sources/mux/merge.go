@@ -33,7 +33,7 @@ func (m *Mux) applyLocked(source string, u messages.PodUpdate) changes {
 		}
 		for uid, p := range stored {
 			if !listed[uid] {
-				delete(stored, uid)
+				m.dropLocked(source, uid)
 				c.removes = append(c.removes, p.DeepCopy())
 			}
 		}
@@ -46,7 +46,7 @@ func (m *Mux) applyLocked(source string, u messages.PodUpdate) changes {
 				continue
 			}
 			if existing := findLocked(stored, p); existing != nil {
-				delete(stored, existing.UID)
+				m.dropLocked(source, existing.UID)
 				c.removes = append(c.removes, existing.DeepCopy())
 			}
 		}
@@ -88,20 +88,20 @@ func (m *Mux) upsertLocked(source string, pods []*v1.Pod, c *changes) {
 				m.rejectLocked(p, source, "DuplicatePod", reason)
 				continue
 			}
-			stored[p.UID] = p
+			m.storeLocked(source, p)
 			c.adds = append(c.adds, p.DeepCopy())
 			continue
 		}
 		switch {
 		case differSemantically(existing, p):
-			stored[p.UID] = p
+			m.storeLocked(source, p)
 			if p.DeletionTimestamp != nil {
 				c.deletes = append(c.deletes, p.DeepCopy())
 			} else {
 				c.updates = append(c.updates, p.DeepCopy())
 			}
 		case !apiequality.Semantic.DeepEqual(existing.Status, p.Status):
-			stored[p.UID] = p
+			m.storeLocked(source, p)
 			c.reconciles = append(c.reconciles, p.DeepCopy())
 		}
 	}
@@ -112,16 +112,40 @@ func (m *Mux) upsertLocked(source string, pods []*v1.Pod, c *changes) {
 // any source. Empty means no clash.
 func (m *Mux) duplicateLocked(source string, p *v1.Pod) string {
 	for _, other := range m.registered {
-		for _, q := range m.pods[other] {
-			switch {
-			case other != source && q.UID == p.UID:
-				return fmt.Sprintf("UID %s is already delivered by source %q", p.UID, other)
-			case q.Namespace == p.Namespace && q.Name == p.Name:
-				return fmt.Sprintf("pod %s/%s is already delivered by source %q with UID %s", p.Namespace, p.Name, other, q.UID)
-			}
+		if other != source && m.pods[other][p.UID] != nil {
+			return fmt.Sprintf("UID %s is already delivered by source %q", p.UID, other)
 		}
 	}
+	if o, ok := m.byName[p.Namespace+"/"+p.Name]; ok {
+		return fmt.Sprintf("pod %s/%s is already delivered by source %q with UID %s", p.Namespace, p.Name, o.source, o.uid)
+	}
 	return ""
+}
+
+// owner is who holds a namespace/name: the source and the pod's UID.
+type owner struct {
+	source string
+	uid    types.UID
+}
+
+// storeLocked keeps p for source, indexing it by namespace/name.
+func (m *Mux) storeLocked(source string, p *v1.Pod) {
+	if old := m.pods[source][p.UID]; old != nil {
+		delete(m.byName, old.Namespace+"/"+old.Name)
+	}
+	m.pods[source][p.UID] = p
+	m.byName[p.Namespace+"/"+p.Name] = owner{source, p.UID}
+}
+
+// dropLocked forgets source's pod uid.
+func (m *Mux) dropLocked(source string, uid types.UID) {
+	if old := m.pods[source][uid]; old != nil {
+		key := old.Namespace + "/" + old.Name
+		if o := m.byName[key]; o.source == source && o.uid == uid {
+			delete(m.byName, key)
+		}
+		delete(m.pods[source], uid)
+	}
 }
 
 func (m *Mux) rejectLocked(p *v1.Pod, source, reason, message string) {

@@ -34,8 +34,9 @@ type Mux struct {
 	mu       sync.Mutex
 	out      func(messages.PodUpdate)
 	recorder Recorder
-	// pods per source, by UID.
-	pods map[string]map[types.UID]*v1.Pod
+	// pods per source, by UID, and who holds each namespace/name.
+	pods   map[string]map[types.UID]*v1.Pod
+	byName map[string]owner
 	// registered sources (Channel called) and those that delivered.
 	registered []string
 	seen       map[string]bool
@@ -46,9 +47,10 @@ type Mux struct {
 // New returns a mux that delivers merged updates to out.
 func New(out func(messages.PodUpdate)) *Mux {
 	return &Mux{
-		out:  out,
-		pods: map[string]map[types.UID]*v1.Pod{},
-		seen: map[string]bool{},
+		out:    out,
+		pods:   map[string]map[types.UID]*v1.Pod{},
+		byName: map[string]owner{},
+		seen:   map[string]bool{},
 	}
 }
 

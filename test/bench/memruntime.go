@@ -139,9 +139,13 @@ func (r *memRuntime) StopPodSandbox(_ context.Context, id string) error {
 	}
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	now := time.Now().UnixNano()
-	for cid, c := range r.containers {
-		if c.sandboxID == id && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			r.exit(r.containers[cid], 137, now)
+	// Only this pod's containers can be in the sandbox: use the pod index
+	// rather than scanning every container of the node.
+	if ix := r.byPod[s.labels[kuberuntime.LabelPodUID]]; ix != nil {
+		for _, cid := range ix.containers {
+			if c := r.containers[cid]; c != nil && c.sandboxID == id && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				r.exit(c, 137, now)
+			}
 		}
 	}
 	return nil
