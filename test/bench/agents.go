@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/asynkron/protoactor-go/actor"
 	"os"
 	"path/filepath"
 	"time"
@@ -54,6 +55,9 @@ type agentOpts struct {
 	relist    time.Duration
 	heartbeat time.Duration
 	labels    map[string]string
+	// middleware, optional, observes the agent's actors (the detect
+	// section records when the sync loop receives ContainerDied).
+	middleware []actor.ReceiverMiddleware
 }
 
 func startAgent(ctx context.Context, o agentOpts) (*agent.Agent, error) {
@@ -74,6 +78,7 @@ func startAgent(ctx context.Context, o agentOpts) (*agent.Agent, error) {
 	if o.heartbeat > 0 {
 		cfg.NodeStatusUpdateFrequency = o.heartbeat
 	}
+	cfg.ReceiverMiddleware = o.middleware
 	a, err := agent.Start(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start agent %s: %w", o.name, err)

@@ -247,7 +247,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, f func() b
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond): // figures come from per-pod timestamps; this only decides when to stop
 		}
 	}
 	return nil

@@ -173,28 +173,36 @@ func (m *agentMetrics) observeStatus(pod *v1.Pod) {
 			m.podStart.Observe(time.Since(seen).Seconds())
 			delete(m.firstSeen, pod.UID)
 		}
-		m.running[pod.UID] = runningCtrs
+		m.setRunning(pod.UID, runningCtrs, true)
 	} else {
-		delete(m.running, pod.UID)
+		m.setRunning(pod.UID, 0, false)
 	}
-	m.updateGauges()
 }
 
 func (m *agentMetrics) forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.firstSeen, uid)
-	delete(m.running, uid)
-	m.updateGauges()
+	m.setRunning(uid, 0, false)
 }
 
-func (m *agentMetrics) updateGauges() {
-	ctrs := 0
-	for _, n := range m.running {
-		ctrs += n
+// setRunning records whether uid runs and with how many running containers,
+// moving the gauges by the difference (a status change costs O(1), not a
+// walk of every pod).
+func (m *agentMetrics) setRunning(uid types.UID, ctrs int, running bool) {
+	old, was := m.running[uid]
+	switch {
+	case running && !was:
+		m.runningPods.Inc()
+	case !running && was:
+		m.runningPods.Dec()
 	}
-	m.runningPods.Set(float64(len(m.running)))
-	m.runningCtrs.Set(float64(ctrs))
+	m.runningCtrs.Add(float64(ctrs - old))
+	if running {
+		m.running[uid] = ctrs
+	} else {
+		delete(m.running, uid)
+	}
 }
 
 // serveHTTP serves /healthz and /metrics until the returned stop is called.
