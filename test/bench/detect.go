@@ -69,7 +69,7 @@ func detectOnce(ctx context.Context, e *env, rt *realRuntime, period time.Durati
 	if _, err := rt.cleanNamespace(ctx); err != nil {
 		return err
 	}
-	defer rt.cleanNamespace(context.Background())
+	defer rt.cleanUntilGone()
 	kindTok := strings.Fields(rt.kind)[0]
 	node := fmt.Sprintf("bench-detect-%s-%d-%s", kindTok, period.Milliseconds(), e.run)
 	died := newDeathLog()

@@ -107,6 +107,33 @@ func (r *realRuntime) cleanNamespace(ctx context.Context) (int, error) {
 	return len(sbs), err
 }
 
+// cleanUntilGone cleans the benchmark's namespace until two listings in a
+// row find nothing (a sandbox an agent was creating when it stopped can
+// appear after a first pass), for at most a minute; it reports what stayed.
+func (r *realRuntime) cleanUntilGone() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	empty := 0
+	for empty < 2 {
+		n, err := r.cleanNamespace(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			fmt.Fprintf(os.Stderr, "warning: the benchmark namespace %s is not clean on %s: %v\n", benchNamespace, r.kind, err)
+			return
+		case err == nil && n == 0:
+			empty++
+		default:
+			empty = 0
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(os.Stderr, "warning: the benchmark namespace %s is not clean on %s after a minute\n", benchNamespace, r.kind)
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // rawStart creates one pod the way the agent would, with only the three
 // CRI calls and nothing else: the floor the agent is compared with.
 func (r *realRuntime) rawStart(ctx context.Context, logRoot, run, name string, command []string) error {

@@ -23,11 +23,7 @@ func benchStart(ctx context.Context, e *env) error {
 	if _, err := rt.cleanNamespace(ctx); err != nil {
 		return err
 	}
-	defer func() {
-		if _, err := rt.cleanNamespace(context.Background()); err != nil {
-			fmt.Printf("cleanup: %v\n", err)
-		}
-	}()
+	defer rt.cleanUntilGone()
 	if err := rt.ensureImage(ctx); err != nil {
 		return err
 	}
