@@ -185,3 +185,14 @@ func (m *Mux) Replay() (messages.SourcesReady, bool) {
 	}
 	return messages.SourcesReady{Sources: append([]string(nil), m.registered...)}, m.ready
 }
+
+// Pods returns copies of the pods source currently delivers.
+func (m *Mux) Pods(source string) []*v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(m.pods[source]))
+	for _, p := range m.pods[source] {
+		out = append(out, p.DeepCopy())
+	}
+	return out
+}

@@ -2,16 +2,11 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
-	v1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/sources/publish"
 )
 
 // pruneTimeout bounds the status clean-up after the first snapshot.
@@ -36,41 +31,5 @@ func (s *Source) pruneStatuses(ctx context.Context) {
 			keep[bus.StatusKey(s.cfg.NodeName, dk.Namespace, dk.Name)] = true
 		}
 	}
-	lister, err := s.status.ListKeysFiltered(ctx, bus.EncodeName(s.cfg.NodeName)+".*.*")
-	if err != nil {
-		klog.ErrorS(err, "Listing pod statuses to prune failed", "node", s.cfg.NodeName)
-		return
-	}
-	var stale []string
-	for key := range lister.Keys() {
-		if !keep[key] {
-			stale = append(stale, key)
-		}
-	}
-	_ = lister.Stop()
-	for _, key := range stale {
-		s.pruneStatus(ctx, key)
-	}
-}
-
-// pruneStatus deletes one status entry if a remote pod wrote it.
-func (s *Source) pruneStatus(ctx context.Context, key string) {
-	e, err := s.status.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return
-	}
-	if err != nil {
-		klog.ErrorS(err, "Reading pod status failed", "statusKey", key)
-		return
-	}
-	var pod v1.Pod
-	if err := json.Unmarshal(e.Value(), &pod); err != nil || pod.Annotations[messages.ConfigSourceAnnotation] != messages.SourceRemote {
-		return
-	}
-	err = s.status.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		klog.ErrorS(err, "Pruning a stale pod status failed", "statusKey", key)
-		return
-	}
-	klog.InfoS("Pruned the status of a pod no longer desired", "statusKey", key, "pod", klog.KObj(&pod))
+	publish.PruneStale(ctx, s.status, s.cfg.NodeName, messages.SourceRemote, keep)
 }

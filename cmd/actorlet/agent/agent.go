@@ -285,6 +285,25 @@ func (a *Agent) replayOnSupervisorRestart() {
 	a.onShutdown(func() { a.system.EventStream.Unsubscribe(sub) })
 }
 
+// pruneStaticStatuses deletes the status entries of static pods whose
+// manifests went away while the agent was stopped: no source will ever
+// mention them again, so nothing else would remove them. (The remote
+// source prunes its own pods' entries.)
+func (a *Agent) pruneStaticStatuses(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	kv, err := a.conn.JS.KeyValue(ctx, bus.StatusBucket)
+	if err != nil {
+		klog.ErrorS(err, "Cannot prune static pod statuses", "bucket", bus.StatusBucket)
+		return
+	}
+	keep := map[string]bool{}
+	for _, p := range a.mux.Pods(messages.SourceFile) {
+		keep[bus.StatusKey(a.cfg.NodeName, p.Namespace, p.Name)] = true
+	}
+	publish.PruneStale(ctx, kv, a.cfg.NodeName, messages.SourceFile, keep)
+}
+
 // child is the PID of one of the supervisor's named children.
 func (a *Agent) child(name string) *actor.PID {
 	return actor.NewPID(a.system.Address(), a.supervisor.Id+"/"+name)
@@ -298,7 +317,12 @@ func (a *Agent) startSources(ctx context.Context) error {
 		root.Send(a.supervisor, &u)
 	})
 	m.SetRecorder(a.recorder)
-	m.OnReady(func(r messages.SourcesReady) { root.Send(a.supervisor, &r) })
+	m.OnReady(func(r messages.SourcesReady) {
+		root.Send(a.supervisor, &r)
+		if cfg.PodManifestPath != "" {
+			go a.pruneStaticStatuses(ctx)
+		}
+	})
 	a.mux = m
 	a.replayOnSupervisorRestart()
 	// Register every source before any of them delivers, so readiness waits
