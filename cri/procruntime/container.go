@@ -67,6 +67,7 @@ func (r *Runtime) loadContainers() error {
 	if err != nil {
 		return fmt.Errorf("procruntime: load containers: %w", err)
 	}
+	var adopted []*container
 	for _, e := range entries {
 		dir := r.containerDir(e.Name())
 		c := &container{config: &runtimeapi.ContainerConfig{}}
@@ -97,8 +98,13 @@ func (r *Runtime) loadContainers() error {
 		if c.exit == nil && c.rec.StartedAt != 0 {
 			c.done = make(chan struct{})
 			klog.InfoS("Adopting container", "containerID", c.rec.ID, "shimPID", c.rec.Shim.PID, "pid", c.rec.Process.PID)
-			go r.pollShim(c)
+			adopted = append(adopted, c)
 		}
+	}
+	// Watch the adopted shims only once every record is loaded: a shim that
+	// already exited makes its watcher read the maps at once.
+	for _, c := range adopted {
+		go r.pollShim(c)
 	}
 	return nil
 }
