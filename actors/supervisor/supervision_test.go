@@ -63,3 +63,24 @@ func TestRepeatedPanicsAreReportedAndWorkerRespawnedLater(t *testing.T) {
 		t.Fatalf("respawned worker = %+v", d)
 	}
 }
+
+// Describing a worker that panicked and waits (suspended) for its restart
+// answers from the loop's record at once or after a short wait, never
+// hanging an operator for the whole restart back-off.
+func TestDescribeOfARestartingWorkerDoesNotHang(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.WorkerRestartBackoff = time.Hour // the fake clock is not stepped: the restart stays pending
+		c.WorkerRestartMaxBackoff = time.Hour
+	})
+	h.rt.Panic(fake.OpSyncPod, 1)
+	h.add(newPod("a", "a", 1))
+	eventually(t, "the panicking sync", func() bool { return h.syncsOf("a") == 1 })
+	start := time.Now()
+	d := h.describe("a")
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("describe took %s", took)
+	}
+	if !d.Found || !(strings.Contains(d.LastSyncError, "panic") || strings.Contains(d.LastSyncError, "did not answer")) {
+		t.Fatalf("describe = %+v, want the worker found and its restart or silence explained", d)
+	}
+}

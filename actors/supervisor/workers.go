@@ -282,10 +282,37 @@ func (s *supervisor) describe(ctx actor.Context, m *messages.DescribePodWorker) 
 		return
 	}
 	if !w.stopping && !w.failed && !w.restarting {
-		ctx.Forward(w.pid)
+		// Ask the pod actor, but never let an operator wait on an actor
+		// that cannot answer (its mailbox is suspended while supervision
+		// restarts it): after a short wait the loop answers from its own
+		// record. The loop itself does not block meanwhile.
+		sender, uid := ctx.Sender(), m.UID
+		f := ctx.RequestFuture(w.pid, m, describeTimeout)
+		ctx.ReenterAfter(f, func(res interface{}, err error) {
+			if err != nil {
+				d := s.describeFromRecord(uid)
+				d.LastSyncError = fmt.Sprintf("pod worker did not answer (%v); last recorded error: %s", err, d.LastSyncError)
+				res = d
+			}
+			if sender != nil {
+				ctx.Send(sender, res)
+			}
+		})
 		return
 	}
-	d := &messages.PodWorkerDescription{Found: true, UID: m.UID, FullName: w.fullName, WorkType: w.state,
+	ctx.Respond(s.describeFromRecord(m.UID))
+}
+
+// describeTimeout bounds the wait for a pod actor's own description.
+const describeTimeout = time.Second
+
+// describeFromRecord describes a worker from what the loop knows of it.
+func (s *supervisor) describeFromRecord(uid types.UID) *messages.PodWorkerDescription {
+	w := s.workers[uid]
+	if w == nil {
+		return &messages.PodWorkerDescription{UID: uid}
+	}
+	d := &messages.PodWorkerDescription{Found: true, UID: uid, FullName: w.fullName, WorkType: w.state,
 		RestartRequested: w.restartRequested, LastSyncError: w.lastErr, ActorRestarts: w.restarts}
 	if w.restarting {
 		d.LastSyncError = fmt.Sprintf("pod worker restarting after a panic: %s", w.lastErr)
@@ -294,7 +321,7 @@ func (s *supervisor) describe(ctx actor.Context, m *messages.DescribePodWorker) 
 		d.LastSyncError = fmt.Sprintf("pod worker failed and is stopped (%s); respawning", w.lastErr)
 		d.NextSyncTime = w.failedAt.Add(s.cfg.WorkerRespawnDelay)
 	}
-	ctx.Respond(d)
+	return d
 }
 
 // lifecycle answers the pod worker queries; before the first housekeeping
