@@ -8,24 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages"
 )
 
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Until(t, timeout, what, cond)
 }
 
 // podLister adapts the upstream fake CRI runtime to the Runtime interface,

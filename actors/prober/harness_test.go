@@ -8,12 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 // exitErr mimics cri.ExitError: the command ran and exited non-zero.
@@ -179,13 +182,7 @@ func (h *harness) changesOf(container string, kind messages.ProbeKind) []string 
 // eventually polls cond until it holds or 10 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Until(t, 10*time.Second, what, cond)
 }
 
 // step advances the fake clock by one period.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -159,13 +161,7 @@ func (h *harness) never(what string, cond func() bool) {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Until(t, 5*time.Second, what, cond)
 }
 
 func newPod(uid, name string, created int64) *v1.Pod {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/sources/bus"
@@ -136,7 +138,7 @@ func TestApplyWait(t *testing.T) {
 
 	// The "node" reports statuses once the pod is written.
 	report := func(name string, status func(*v1.Pod) *v1.Pod) {
-		eventually(t, 10*time.Second, func() error {
+		testutil.Eventually(t, 10*time.Second, func() error {
 			p := e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", name))
 			if p == nil {
 				return fmt.Errorf("not applied yet")

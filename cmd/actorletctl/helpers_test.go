@@ -116,8 +116,3 @@ func node(name string, heartbeat time.Time, ready v1.ConditionStatus) *v1.Node {
 		},
 	}
 }
-
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	bustest.Eventually(t, timeout, cond)
-}

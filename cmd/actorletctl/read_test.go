@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
@@ -151,7 +153,7 @@ func TestGetPods(t *testing.T) {
 		c := &cli{stdin: strings.NewReader(""), stdout: out, stderr: &syncBuffer{}, clock: testclock.NewFakeClock(now)}
 		done := make(chan int, 1)
 		go func() { done <- c.main(ctx, []string{"--server", e.url, "get", "pods", "-w", "-n", "kube-system"}) }()
-		eventually(t, 10*time.Second, func() error {
+		testutil.Eventually(t, 10*time.Second, func() error {
 			if !strings.Contains(out.String(), "dns") {
 				return fmt.Errorf("listing not printed yet")
 			}
@@ -160,7 +162,7 @@ func TestGetPods(t *testing.T) {
 		// The listing is out, so the watch is running: a change is printed.
 		p := waiting(statusPod("kube-system", "dns", "u3", now.Add(-time.Hour)), "ErrImagePull", 0)
 		e.put(bus.StatusBucket, bus.StatusKey("n1", "kube-system", "dns"), p)
-		eventually(t, 10*time.Second, func() error {
+		testutil.Eventually(t, 10*time.Second, func() error {
 			if !strings.Contains(out.String(), "ErrImagePull") {
 				return fmt.Errorf("change not printed:\n%s", out.String())
 			}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -81,7 +83,7 @@ func (e *procEnv) sync(t *testing.T, pod *v1.Pod) SyncResult {
 func (e *procEnv) syncUntil(t *testing.T, pod *v1.Pod, cond func(v1.PodStatus) error) v1.PodStatus {
 	t.Helper()
 	var last v1.PodStatus
-	eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		e.sync(t, pod)
 		_, last = e.status(t, pod)
 		return cond(last)
@@ -103,7 +105,7 @@ func shPod(name string, scripts map[string]string, order ...string) *v1.Pod {
 func (e *procEnv) waitExited(t *testing.T, pod *v1.Pod, name string) *cri.ContainerStatus {
 	t.Helper()
 	var cs *cri.ContainerStatus
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		st, _ := e.status(t, pod)
 		cs = st.FindContainerStatusByName(name)
 		if cs == nil || cs.State != cri.ContainerStateExited {

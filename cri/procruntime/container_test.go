@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -84,7 +86,7 @@ func TestStopContainerEscalatesToKill(t *testing.T) {
 	e := newEnv(t)
 	sbID, sb := e.runSandbox("stop", nil)
 	id := e.run(sbID, sb, containerConfig("stubborn", nil, "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"))
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		b, err := os.ReadFile(filepath.Join(sb.LogDirectory, "stubborn", "0.log"))
 		if err != nil || !strings.Contains(string(b), "ready") {
 			return errors.New("container has not trapped TERM yet")

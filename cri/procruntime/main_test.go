@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri"
@@ -131,7 +133,7 @@ func (e *env) status(id string) *runtimeapi.ContainerStatus {
 func (e *env) waitExited(id string) *runtimeapi.ContainerStatus {
 	e.t.Helper()
 	var st *runtimeapi.ContainerStatus
-	eventually(e.t, 10*time.Second, func() error {
+	testutil.Eventually(e.t, 10*time.Second, func() error {
 		st = e.status(id)
 		if st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
 			return fmt.Errorf("container is %s", st.State)
@@ -151,22 +153,6 @@ func (e *env) pids(id string) (pid, shim int) {
 	pid, _ = strconv.Atoi(resp.Info["pid"])
 	shim, _ = strconv.Atoi(resp.Info["shimPid"])
 	return pid, shim
-}
-
-// eventually polls f until it succeeds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // groupMembers lists live (non-zombie) processes in process group pgid.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri"
@@ -146,7 +148,7 @@ func TestContainerEvents(t *testing.T) {
 	// subscription to be live by watching a sandbox event arrive.
 	var sbID string
 	var sb *runtimeapi.PodSandboxConfig
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		id, cfg := e.runSandbox(fmt.Sprintf("events-%d", time.Now().UnixNano()), nil)
 		select {
 		case ev := <-events:
@@ -215,7 +217,7 @@ func TestRestartAdoption(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Let the first container exit while no runtime is serving.
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if _, err := os.Stat(filepath.Join(sb.LogDirectory, "while-down", "0.log")); err != nil {
 			return err
 		}
@@ -260,7 +262,7 @@ func TestDestroyLeavesNoProcess(t *testing.T) {
 		}
 		pids = append(pids, pid, shim)
 	}
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if n := len(groupMembers(pids[2])); n < 3 {
 			return fmt.Errorf("container group has %d processes, want 3", n)
 		}
@@ -348,7 +350,7 @@ func TestShimKilledIsUnknownExit(t *testing.T) {
 	if st.ExitCode != 255 || st.Reason != "Unknown" || st.Message == "" {
 		t.Errorf("after the shim died: %d %q %q, want 255 Unknown with a message", st.ExitCode, st.Reason, st.Message)
 	}
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if m := groupMembers(pid); len(m) != 0 {
 			return fmt.Errorf("container processes %v outlived their shim", m)
 		}

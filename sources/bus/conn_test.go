@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/actorlet/actorlet/sources/bus"
@@ -101,7 +103,7 @@ func TestReconnectNotifiesListeners(t *testing.T) {
 	defer cancel()
 
 	srv.Restart()
-	bustest.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		if calls.Load() == 0 || !c.NC.IsConnected() {
 			return errNotYet
 		}

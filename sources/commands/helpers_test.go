@@ -35,22 +35,6 @@ func runNATS(t *testing.T) *nats.Conn {
 	return nc
 }
 
-// eventually polls cond until it returns nil or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func testPod(ns, name string, uid types.UID, containers ...string) *v1.Pod {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}}
 	p.Status.Phase = v1.PodRunning

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -174,11 +176,11 @@ func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
 		}
 		done <- reason
 	}()
-	eventually(t, 5*time.Second, func() error { return want(out.String(), "first\n") })
+	testutil.Eventually(t, 5*time.Second, func() error { return want(out.String(), "first\n") })
 	// A partial line is held until it is completed.
 	appendLog(t, path, "2024-01-02T03:04:02Z stdout P sec\n")
 	appendLog(t, path, "2024-01-02T03:04:03Z stdout F ond\n")
-	eventually(t, 5*time.Second, func() error { return want(out.String(), "first\nsecond\n") })
+	testutil.Eventually(t, 5*time.Second, func() error { return want(out.String(), "first\nsecond\n") })
 
 	// The container writes its last line and exits: the follow drains and ends.
 	appendLog(t, path, "2024-01-02T03:04:04Z stdout F last\n")
@@ -222,7 +224,7 @@ func TestLogsFollowStopsWhenClientGoesAway(t *testing.T) {
 		reason, _ := c.Logs(ctx, "n1", LogsRequest{Name: "web", Container: "app", Follow: true}, out)
 		done <- reason
 	}()
-	eventually(t, 5*time.Second, func() error { return want(out.String(), "first\n") })
+	testutil.Eventually(t, 5*time.Second, func() error { return want(out.String(), "first\n") })
 	cancel()
 	if r := <-done; r != EndedCanceled {
 		t.Fatalf("client ended with %q", r)

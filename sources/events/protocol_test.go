@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/sources/bus"
@@ -21,7 +23,7 @@ func TestEventsStreamFromEnsureProtocol(t *testing.T) {
 
 	r.Eventf(testPod(), v1.EventTypeNormal, "Scheduled", "Pod accepted")
 	r.Eventf(nil, v1.EventTypeWarning, "PLEGUnhealthy", "relist stalled")
-	bustest.Eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		got := streamEvents(t, conn.JS)
 		if len(got) != 2 {
 			return fmt.Errorf("%d events on the stream", len(got))

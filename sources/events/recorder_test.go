@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -49,13 +51,7 @@ func startJetStream(t *testing.T) jetstream.JetStream {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Until(t, 5*time.Second, what, cond)
 }
 
 type stored struct {

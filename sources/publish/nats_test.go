@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,11 +85,5 @@ func createBucket(t *testing.T, js jetstream.JetStream, bucket string) jetstream
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Until(t, timeout, what, cond)
 }

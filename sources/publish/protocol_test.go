@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
@@ -41,7 +43,7 @@ func TestOverTheRealProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bustest.Eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if readNode(t, nodes, testNode) == nil {
 			return errors.New("node not registered")
 		}
@@ -52,13 +54,13 @@ func TestOverTheRealProtocol(t *testing.T) {
 	for i := 1; i <= 10; i++ {
 		p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodRunning, fmt.Sprintf("v%d", i))})
 	}
-	bustest.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		if got := getPod(t, status, "web"); got == nil || got.Status.Message != "v10" {
 			return fmt.Errorf("status in bucket = %v", got)
 		}
 		return nil
 	})
-	bustest.Eventually(t, 30*time.Second, func() error {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		if err := h.Beat(ctx); err != nil {
 			return err
 		}

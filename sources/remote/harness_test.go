@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -60,7 +62,7 @@ func (c *collector) invalidErr(key string) error {
 func (c *collector) waitUpdates(t *testing.T, n int) []messages.PodUpdate {
 	t.Helper()
 	var got []messages.PodUpdate
-	bustest.Eventually(t, waitFor, func() error {
+	testutil.Eventually(t, waitFor, func() error {
 		got = c.snapshot()
 		if len(got) < n {
 			return fmt.Errorf("have %d updates %v, want %d", len(got), got, n)

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
 )
 
 // A status an earlier run of the agent published for a pod whose key was
@@ -40,7 +41,7 @@ func TestStaleStatusesArePrunedAtStart(t *testing.T) {
 
 	_, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)
-	bustest.Eventually(t, waitFor, func() error {
+	testutil.Eventually(t, waitFor, func() error {
 		if e.status(t, "n1", "default", "gone") != nil {
 			return fmt.Errorf("the stale status of n1/default/gone is still there")
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
@@ -235,7 +237,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 	}
 	// Deleting a bad key clears its failed status too.
 	e.del(t, bus.DesiredNodeKey("n1", "default", "garbage"))
-	bustest.Eventually(t, waitFor, func() error {
+	testutil.Eventually(t, waitFor, func() error {
 		if st := e.status(t, "n1", "default", "garbage"); st != nil {
 			return fmt.Errorf("status still %+v", st.Status)
 		}
@@ -251,7 +253,7 @@ func TestInvalidUpdateKeepsTheRunningPod(t *testing.T) {
 	c.waitUpdates(t, 1)
 
 	e.put(t, key, podJSON(t, "default", "web", ""))
-	bustest.Eventually(t, waitFor, func() error {
+	testutil.Eventually(t, waitFor, func() error {
 		if c.invalidErr(key) == nil {
 			return fmt.Errorf("not reported yet")
 		}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // agentOptions shape one actorlet process.
@@ -259,15 +261,5 @@ func freePort(t *testing.T) int {
 // its last error after timeout.
 func eventually(t *testing.T, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %v", timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.EventuallyEvery(t, timeout, 200*time.Millisecond, cond)
 }

@@ -110,20 +110,3 @@ func ConnectWithProtocol(t testing.TB, s *Server) *bus.Conn {
 	}
 	return c
 }
-
-// Eventually polls cond every 10 ms until it returns nil or timeout
-// passes, then fails the test with cond's last error.
-func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -457,17 +459,7 @@ func (e *env) sandboxes(pod string) ([]*runtimeapi.PodSandbox, error) {
 // with its last error after timeout.
 func eventually(t *testing.T, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.EventuallyEvery(t, timeout, 50*time.Millisecond, cond)
 }
 
 func randomHex(n int) string {

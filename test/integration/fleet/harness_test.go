@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -348,11 +350,5 @@ spec:
 // eventually polls cond until it returns nil or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, cond func() error) {
 	t.Helper()
-	bustest.Eventually(t, timeout, func() error {
-		err := cond()
-		if err != nil {
-			time.Sleep(100 * time.Millisecond) // each poll may run a process: do not spin
-		}
-		return err
-	})
+	testutil.EventuallyEvery(t, timeout, 100*time.Millisecond, cond) // each poll may run a process: do not spin
 }

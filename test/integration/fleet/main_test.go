@@ -3,13 +3,12 @@ package fleet
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
-	"k8s.io/klog/v2"
+	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
 )
@@ -22,13 +21,7 @@ var ctlBinary string
 func TestMain(m *testing.M) {
 	procruntime.MaybeRunShim()
 	flag.Parse()
-	if !testing.Verbose() {
-		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-		klog.InitFlags(fs)
-		_ = fs.Set("logtostderr", "false")
-		_ = fs.Set("stderrthreshold", "FATAL")
-		klog.SetOutput(io.Discard)
-	}
+	testutil.QuietKlog("")
 	os.Exit(runTests(m))
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
@@ -55,7 +57,7 @@ func TestStaticPodRemovedWhileAgentStoppedIsNotListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	start()
-	bustest.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		_, err := status.Get(context.Background(), bus.StatusKey("st1", "default", "web-st1"))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil

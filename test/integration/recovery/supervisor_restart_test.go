@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/test/testutil"
+
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go/jetstream"
 	dto "github.com/prometheus/client_model/go"
@@ -73,7 +75,7 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 	before := waitRunning(t, status, "r1", "before")
 
 	a.ActorSystem().Root.Send(a.Supervisor(), &panicNow{})
-	bustest.Eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if n := counter(t, a, "actorlet_actor_restarts_total"); n < 1 {
 			return fmt.Errorf("actor restarts = %v", n)
 		}
@@ -103,7 +105,7 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 	if err := kv.Delete(ctx, bus.DesiredNodeKey("r1", "default", "before")); err != nil {
 		t.Fatal(err)
 	}
-	bustest.Eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		running, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
 			State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 			LabelSelector: map[string]string{"io.kubernetes.pod.name": "before"},
@@ -170,7 +172,7 @@ func waitRunning(t *testing.T, kv jetstream.KeyValue, node, name string) *v1.Pod
 func waitRunningWithin(t *testing.T, kv jetstream.KeyValue, node, name string, within time.Duration) *v1.Pod {
 	t.Helper()
 	var pod v1.Pod
-	bustest.Eventually(t, within, func() error {
+	testutil.Eventually(t, within, func() error {
 		e, err := kv.Get(context.Background(), bus.StatusKey(node, "default", name))
 		if err != nil {
 			return err
