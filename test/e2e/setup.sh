@@ -110,7 +110,9 @@ if $running && $changed; then
 fi
 if ! $running && ! cri_ready; then
   log "starting containerd"
-  setsid -f containerd --config "$CONFIG" >"$STATE/containerd.log" 2>&1 </dev/null 9>&-
+  # No inherited descriptor may outlive this script in the daemon: a lock
+  # held by a caller (flock FILE make e2e) would be held by containerd forever.
+  setsid -f containerd --config "$CONFIG" >"$STATE/containerd.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-
   for _ in $(seq 100); do
     pid=$(pgrep -x containerd | head -1 || true)
     [ -n "$pid" ] && echo "$pid" > "$pidfile"
@@ -124,7 +126,7 @@ cri_ready || { echo "containerd did not become ready; log:" >&2; tail -30 "$STAT
 # stable digests, so an image already present is skipped.
 build_image() { # name cmd-json entrypoint-json
   local name=$1 cmd=$2 entry=$3 dir
-  if ctr --address "$SOCK" -n k8s.io images ls -q 2>/dev/null | grep -qx "$name"; then return; fi
+  if ctr --address "$SOCK" -n k8s.io images ls -q 2>/dev/null | grep -x "$name" >/dev/null; then return; fi
   dir=$(mktemp -d)
   mkdir -p "$dir/rootfs/bin" "$dir/rootfs/etc" "$dir/rootfs/tmp" "$dir/rootfs/sbin" "$dir/rootfs/usr/bin" "$dir/layout/blobs/sha256"
   cp /bin/busybox "$dir/rootfs/bin/busybox"
@@ -155,7 +157,13 @@ build_image() { # name cmd-json entrypoint-json
   log "importing $name"
   ctr --address "$SOCK" -n k8s.io images import --snapshotter "$snapshotter" "$dir/image.tar" >/dev/null
   rm -rf "$dir"
-  ctr --address "$SOCK" -n k8s.io images ls -q | grep -qx "$name" || { echo "import of $name failed" >&2; exit 1; }
+  # The CRI plugin lists an imported image a moment later on a loaded machine.
+  local i
+  for i in $(seq 50); do
+    ctr --address "$SOCK" -n k8s.io images ls -q | grep -x "$name" >/dev/null && return
+    sleep 0.2
+  done
+  echo "import of $name failed" >&2; exit 1
 }
 build_image "$BUSYBOX_IMAGE" '["sh"]' 'null'
 build_image "$PAUSE_IMAGE" 'null' '["/bin/sleep","infinity"]'
