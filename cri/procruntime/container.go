@@ -28,6 +28,10 @@ type containerRecord struct {
 	LogPath   string `json:"logPath,omitempty"` // absolute, "" for no log
 	Shim      procID `json:"shim"`
 	Process   procID `json:"process"`
+	// Starting is set, durably, before the shim is forked and cleared once
+	// the start is recorded: a record loaded with it set is resolved by
+	// resolveStart, never started again.
+	Starting bool `json:"starting,omitempty"`
 }
 
 // container is a container in memory. The state is derived:
@@ -38,6 +42,9 @@ type container struct {
 	config   *runtimeapi.ContainerConfig
 	exit     *exitRecord
 	starting bool
+	// startDone is closed when the start in progress (a StartContainer, or
+	// the resolution of one a previous runtime left) ends.
+	startDone chan struct{}
 	// done is closed once the exit is recorded (nil until started).
 	done chan struct{}
 }
@@ -67,7 +74,7 @@ func (r *Runtime) loadContainers() error {
 	if err != nil {
 		return fmt.Errorf("procruntime: load containers: %w", err)
 	}
-	var adopted []*container
+	var adopted, resolving []*container
 	for _, e := range entries {
 		dir := r.containerDir(e.Name())
 		c := &container{config: &runtimeapi.ContainerConfig{}}
@@ -95,6 +102,20 @@ func (r *Runtime) loadContainers() error {
 		}
 		r.containers[c.rec.ID] = c
 		r.names[c.key()] = c.rec.ID
+		if c.exit == nil && c.rec.Starting {
+			// The previous runtime stopped in the middle of starting it.
+			c.starting = true
+			c.startDone = make(chan struct{})
+			resolving = append(resolving, c)
+			continue
+		}
+		if c.exit != nil && c.rec.Starting {
+			var st startedRecord
+			if readJSON(filepath.Join(dir, startedFile), &st) == nil {
+				c.rec.StartedAt, c.rec.Shim, c.rec.Process = st.StartedAt, st.Shim, st.Process
+			}
+			c.rec.Starting = false
+		}
 		if c.exit == nil && c.rec.StartedAt != 0 {
 			c.done = make(chan struct{})
 			klog.InfoS("Adopting container", "containerID", c.rec.ID, "shimPID", c.rec.Shim.PID, "pid", c.rec.Process.PID)
@@ -105,6 +126,21 @@ func (r *Runtime) loadContainers() error {
 	// already exited makes its watcher read the maps at once.
 	for _, c := range adopted {
 		go r.pollShim(c)
+	}
+	// Starts a previous runtime left half-done: wait (bounded) for them to
+	// settle, so that a client sees them RUNNING or EXITED at once.
+	deadline := time.NewTimer(resolveWait)
+	defer deadline.Stop()
+	for _, c := range resolving {
+		go r.resolveStart(c)
+	}
+	for _, c := range resolving {
+		select {
+		case <-c.startDone:
+		case <-deadline.C:
+			klog.InfoS("Container starts of the previous runtime still resolving; continuing in the background", "containers", len(resolving))
+			return nil
+		}
 	}
 	return nil
 }
@@ -189,6 +225,10 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		return nil, status.Errorf(codes.FailedPrecondition, "start container %q: sandbox %q is not ready", c.rec.ID, s.rec.ID)
 	}
 	c.starting = true
+	c.startDone = make(chan struct{})
+	c.rec.Starting = true
+	rec := c.rec
+	startDone := c.startDone
 	spec := shimSpec{
 		Args:    append(append([]string{}, c.config.GetCommand()...), c.config.GetArgs()...),
 		Env:     containerEnv(c.config, s.config),
@@ -200,19 +240,25 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	}
 	r.mu.Unlock()
 
-	cmd, report, spawnErr := r.spawnShim(ctx, c.rec.ID, spec)
+	// Not bound to ctx: once the shim is forked the outcome is recorded
+	// whatever the caller does (a canceled caller finds the container
+	// RUNNING and stops it).
+	cmd, report, spawnErr := r.spawnShim(rec, spec)
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer close(startDone)
 	c.starting = false
-	if _, ok := r.containers[c.rec.ID]; !ok { // removed while starting
+	if _, ok := r.containers[c.rec.ID]; !ok || r.destroyed { // removed while starting
 		if cmd != nil {
 			_ = report.Process.signalGroup(syscall.SIGKILL)
+			_ = cmd.Process.Kill()
 			go func() { _ = cmd.Wait() }()
 		}
 		return nil, status.Errorf(codes.NotFound, "start container %q: removed while starting", c.rec.ID)
 	}
 	if spawnErr != nil {
+		c.rec.Starting = false
 		ex := &exitRecord{ExitCode: exitCodeStartError, FinishedAt: time.Now().UnixNano(), Reason: reasonStartError, Message: spawnErr.Error()}
 		if err := writeJSON(filepath.Join(r.containerDir(c.rec.ID), exitFile), ex); err != nil {
 			klog.ErrorS(err, "Failed to record start error", "containerID", c.rec.ID)
@@ -221,28 +267,42 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		r.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 		return nil, status.Errorf(codes.Unknown, "start container %q: %v", c.rec.ID, spawnErr)
 	}
+	c.rec.Starting = false
 	c.rec.StartedAt = report.StartedAt
 	c.rec.Shim = procIDOf(cmd)
 	c.rec.Process = report.Process
 	c.done = make(chan struct{})
 	go r.waitShim(c, cmd) // reaps the shim and records the exit either way
 	if err := writeJSON(filepath.Join(r.containerDir(c.rec.ID), "record.json"), c.rec); err != nil {
-		// Without the record the container could not be adopted: undo.
-		_ = report.Process.signalGroup(syscall.SIGKILL)
-		return nil, status.Errorf(codes.Internal, "start container %q: %v", c.rec.ID, err)
+		// started.json (written by the shim) still lets a later runtime
+		// adopt it: the container runs.
+		klog.ErrorS(err, "Failed to record a container's start; it stays adoptable through its shim's record", "containerID", c.rec.ID)
 	}
 	r.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	klog.V(2).InfoS("Container started", "containerID", c.rec.ID, "pid", report.Process.PID)
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
-// spawnShim starts the shim for container id and waits for its report.
-// On success the shim runs and the returned cmd must be waited for.
-func (r *Runtime) spawnShim(ctx context.Context, id string, spec shimSpec) (*exec.Cmd, shimReport, error) {
-	dir := r.containerDir(id)
+// spawnShim records the intent to start (rec, "starting"), starts the shim
+// for the container holding its lock, and waits for the shim's report. On
+// success the shim runs and the returned cmd must be waited for.
+func (r *Runtime) spawnShim(rec containerRecord, spec shimSpec) (*exec.Cmd, shimReport, error) {
+	dir := r.containerDir(rec.ID)
 	if err := writeJSON(filepath.Join(dir, shimSpecFile), spec); err != nil {
 		return nil, shimReport{}, err
 	}
+	// The intent, durable before the process can exist.
+	if err := writeJSON(filepath.Join(dir, "record.json"), rec); err != nil {
+		return nil, shimReport{}, err
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, shimReport{}, err
+	}
+	lock, err := lockShim(dir)
+	if err != nil {
+		return nil, shimReport{}, err
+	}
+	defer lock.Close()
 	shimLog, err := os.OpenFile(filepath.Join(dir, shimLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, shimReport{}, fmt.Errorf("open shim log: %w", err)
@@ -261,7 +321,7 @@ func (r *Runtime) spawnShim(ctx context.Context, id string, spec shimSpec) (*exe
 		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
 	}
 	cmd.Stdout, cmd.Stderr = shimLog, shimLog
-	cmd.ExtraFiles = []*os.File{pw}
+	cmd.ExtraFiles = []*os.File{pw, lock} // fd 3, fd 4 (shimReportFD, shimLockFD)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	pw.Close()
@@ -280,10 +340,12 @@ func (r *Runtime) spawnShim(ctx context.Context, id string, spec shimSpec) (*exe
 		ch <- result{rep, err}
 	}()
 	var res result
+	timeout := time.NewTimer(shimStartTimeout)
+	defer timeout.Stop()
 	select {
 	case res = <-ch:
-	case <-ctx.Done():
-		res.err = fmt.Errorf("wait for shim: %w", ctx.Err())
+	case <-timeout.C:
+		res.err = fmt.Errorf("wait for shim: no report in %s", shimStartTimeout)
 	}
 	if res.err == nil && res.rep.Error != "" {
 		res.err = errors.New(res.rep.Error)
@@ -294,6 +356,7 @@ func (r *Runtime) spawnShim(ctx context.Context, id string, spec shimSpec) (*exe
 		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		killStarted(dir) // a shim that died after starting the process
 		return nil, shimReport{}, res.err
 	}
 	return cmd, res.rep, nil

@@ -95,6 +95,22 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, timeout int64) e
 		r.mu.Unlock()
 		return err
 	}
+	for c.starting {
+		// Let the start settle first: stopping a container "CREATED" while
+		// its shim is forking the process would leave that process behind.
+		startDone := c.startDone
+		r.mu.Unlock()
+		select {
+		case <-startDone:
+		case <-ctx.Done():
+			return status.FromContextError(fmt.Errorf("stop container %q: waiting for its start: %w", id, ctx.Err())).Err()
+		}
+		r.mu.Lock()
+		if c, err = lookup(r.containers, "container", id); err != nil {
+			r.mu.Unlock()
+			return err
+		}
+	}
 	if c.state() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		r.mu.Unlock()
 		return nil

@@ -21,8 +21,12 @@
 //	sandboxes/<id>/config.json   PodSandboxConfig as given
 //	sandboxes/<id>/record.json   state, creation time, boot ID
 //	containers/<id>/config.json  ContainerConfig as given
-//	containers/<id>/record.json  sandbox, times, shim and process identity
+//	containers/<id>/record.json  sandbox, times, shim and process identity;
+//	                             "starting" from before the shim is forked
+//	                             until the start is recorded
 //	containers/<id>/shim.json    what the shim runs (argv, env, dir, log)
+//	containers/<id>/shim.lock    flock'ed by the shim for its whole life
+//	containers/<id>/started.json written by the shim once the process runs
 //	containers/<id>/exit.json    exit code, reason, finish time
 //	containers/<id>/shim.log     the shim's own diagnostics
 //	images/<hex>.json            "pulled" image records
@@ -31,6 +35,13 @@
 //
 //	CREATED --StartContainer--> RUNNING --process exits / StopContainer--> EXITED
 //	   \--StartContainer fails (e.g. no such binary): EXITED, 128, StartError
+//
+// A start is exactly once across crashes of the runtime (start.go): the
+// intent is recorded before the fork, the shim records the process before
+// reporting it, and New settles a start left half-done by adopting the
+// process (its shim still holds shim.lock), recording its exit, or making
+// the container CREATED again when no process ever ran; it never starts a
+// container a second time.
 //
 // Exit 0 is reason Completed, any other exit Error; a process killed by a
 // signal exits 128+signal. A shim that died without recording an exit

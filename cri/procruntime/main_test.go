@@ -20,7 +20,27 @@ import (
 
 func TestMain(m *testing.M) {
 	procruntime.MaybeRunShim()
+	maybeServe()
 	os.Exit(m.Run())
+}
+
+// serveRootEnv and serveSockEnv make the test binary, re-executed, a
+// standalone runtime that tests kill -9 (see crash_test.go).
+const (
+	serveRootEnv = "PROCRUNTIME_TEST_SERVE_ROOT"
+	serveSockEnv = "PROCRUNTIME_TEST_SERVE_SOCK"
+)
+
+func maybeServe() {
+	root, sock := os.Getenv(serveRootEnv), os.Getenv(serveSockEnv)
+	if root == "" || sock == "" {
+		return
+	}
+	if _, err := procruntime.Start(procruntime.Options{RootDir: root}, "unix://"+sock); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		os.Exit(1)
+	}
+	select {}
 }
 
 // env is a process runtime served on a socket in a temp dir, and a client.

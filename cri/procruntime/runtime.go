@@ -196,11 +196,21 @@ func (r *Runtime) Destroy() {
 	r.mu.Lock()
 	r.destroyed = true
 	var procs []procID
+	var dirs []string
 	for _, c := range r.containers {
 		procs = append(procs, c.rec.Process, c.rec.Shim)
+		dirs = append(dirs, r.containerDir(c.rec.ID))
 	}
 	r.mu.Unlock()
 	r.Stop()
+	for _, d := range dirs {
+		// Starts not yet recorded in r.containers (in progress, or left
+		// by a previous runtime) are known by their shim's record.
+		var st startedRecord
+		if readJSON(filepath.Join(d, startedFile), &st) == nil {
+			procs = append(procs, st.Process, st.Shim)
+		}
+	}
 	for _, p := range procs {
 		if err := p.signalGroup(syscall.SIGKILL); err != nil {
 			klog.ErrorS(err, "Failed to kill container process group", "pid", p.PID)

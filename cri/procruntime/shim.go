@@ -16,11 +16,20 @@ import (
 // state directory. It runs detached from the runtime (own session), so the
 // container, its log copying and its exit record outlive the runtime.
 //
-// Protocol with the runtime:
-//   - the runtime writes shim.json (shimSpec) in the state directory and
-//     starts the shim with a pipe as fd 3;
-//   - the shim starts the process and writes one shimReport to fd 3 (the
-//     process identity, or why it could not start), then closes it;
+// Protocol with the runtime (see start.go for why a crash at any instant
+// never yields two processes):
+//   - the runtime writes shim.json (shimSpec) and record.json marked
+//     "starting" in the state directory, takes an exclusive flock on
+//     shim.lock and starts the shim with a pipe as fd 3 and that locked file
+//     as fd 4; the lock is the shim's from then on (the runtime closes its
+//     copy), held for the shim's whole life: shim.lock locked ⇔ the shim is
+//     alive, whatever happened to PIDs in between;
+//   - the shim starts the process and, before telling anyone, writes
+//     started.json (startedRecord: its own and the process' identity)
+//     atomically; a shim that cannot write it kills the process and fails;
+//   - it then writes one shimReport to fd 3 (the process identity, or why it
+//     could not start) and closes it; if nobody reads it (the runtime died)
+//     the process keeps running: started.json lets the next runtime adopt it;
 //   - when the process exits the shim kills what is left of its process
 //     group, drains the output into the log, writes exit.json (exitRecord)
 //     and exits. A shim that exits without exit.json died abnormally.
@@ -32,6 +41,13 @@ type shimSpec struct {
 	Env     []string `json:"env"`
 	Dir     string   `json:"dir"`
 	LogPath string   `json:"logPath"`
+}
+
+// startedRecord is started.json, written by the shim once the process runs.
+type startedRecord struct {
+	Shim      procID `json:"shim"`
+	Process   procID `json:"process"`
+	StartedAt int64  `json:"startedAt"`
 }
 
 // shimReport is the shim's answer on fd 3.
@@ -66,6 +82,14 @@ const (
 	shimSpecFile = "shim.json"
 	exitFile     = "exit.json"
 	shimLogFile  = "shim.log"
+	startedFile  = "started.json"
+	shimLockFile = "shim.lock"
+)
+
+// The shim's inherited descriptors.
+const (
+	shimReportFD = 3
+	shimLockFD   = 4
 )
 
 // MaybeRunShim must be the first call in main() and in TestMain of any
@@ -84,10 +108,18 @@ func MaybeRunShim() {
 }
 
 func runShim(dir string) error {
-	report := os.NewFile(3, "shim-report")
+	// Neither descriptor may leak into the container: the lock must end
+	// with the shim, and the report pipe is the runtime's business.
+	syscall.CloseOnExec(shimReportFD)
+	syscall.CloseOnExec(shimLockFD)
+	report := os.NewFile(shimReportFD, "shim-report")
 	if report == nil {
 		return errors.New("no report pipe on fd 3")
 	}
+	if lock := os.NewFile(shimLockFD, "shim-lock"); lock == nil {
+		return sendReport(report, shimReport{Error: "no lock file on fd 4"})
+	}
+	// The lock file stays open (and locked) until this process exits.
 	var spec shimSpec
 	if err := readJSON(filepath.Join(dir, shimSpecFile), &spec); err != nil {
 		return sendReport(report, shimReport{Error: fmt.Sprintf("read shim spec: %v", err)})
@@ -97,17 +129,30 @@ func runShim(dir string) error {
 		return sendReport(report, shimReport{Error: err.Error()})
 	}
 	defer logFile.Close()
+	startedAt := time.Now().UnixNano()
 	id, err := identify(cmd.Process.Pid)
+	if err == nil {
+		var self procID
+		if self, err = identify(os.Getpid()); err == nil {
+			started := startedRecord{Shim: self, Process: id, StartedAt: startedAt}
+			// Durable before anyone hears of the process: a runtime that
+			// dies from here on finds the process through this record.
+			if err = writeJSON(filepath.Join(dir, startedFile), started); err == nil {
+				err = syncDir(dir)
+			}
+		}
+	}
 	if err != nil {
-		// The process is ours and unreaped, so /proc must have it.
-		_ = cmd.Process.Kill()
+		// No record, no process: nobody could ever find it again (or the
+		// container was removed while starting).
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
 		return sendReport(report, shimReport{Error: err.Error()})
 	}
-	if err := sendReport(report, shimReport{Process: id, StartedAt: time.Now().UnixNano()}); err != nil {
-		// The runtime gave up on us; do not leave the process behind.
-		_ = syscall.Kill(-id.PID, syscall.SIGKILL)
-		_ = cmd.Wait()
-		return err
+	if err := sendReport(report, shimReport{Process: id, StartedAt: startedAt}); err != nil {
+		// The runtime that started us is gone; started.json lets the next
+		// one adopt the container, so it keeps running.
+		fmt.Fprintf(os.Stderr, "%s shim %s: %v (the container keeps running)\n", time.Now().Format(time.RFC3339Nano), dir, err)
 	}
 
 	waitErr := cmd.Wait()

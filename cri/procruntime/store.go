@@ -72,3 +72,17 @@ func readProto(path string, m proto.Message) error {
 	}
 	return nil
 }
+
+// syncDir makes the entries of dir (files created or renamed into it)
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
