@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/seconds"
 )
 
 const (
@@ -278,10 +280,12 @@ func (c *Client) StartContainer(ctx context.Context, containerID string) error {
 	return nil
 }
 
-// StopContainer stops a container, sending SIGKILL after timeout seconds.
+// StopContainer stops a container, sending SIGKILL after timeout seconds
+// (clamped to seconds.MaxSeconds, so no runtime overflows converting it).
 // The call's own deadline leaves the runtime the whole grace period.
 func (c *Client) StopContainer(ctx context.Context, containerID string, timeout int64) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(max(timeout, 0))*time.Second)
+	timeout = seconds.Clamp(timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+seconds.Duration(timeout))
 	defer cancel()
 	if _, err := c.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: containerID, Timeout: timeout}); err != nil {
 		return fmt.Errorf("StopContainer %q: %w", containerID, err)

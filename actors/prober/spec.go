@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/seconds"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -44,9 +45,9 @@ func newProbeSpec(kind messages.ProbeKind, p *v1.Probe) (probeSpec, error) {
 	}
 	s := probeSpec{
 		handler:          p.ProbeHandler,
-		initialDelay:     time.Duration(p.InitialDelaySeconds) * time.Second,
-		period:           time.Duration(p.PeriodSeconds) * time.Second,
-		timeout:          time.Duration(p.TimeoutSeconds) * time.Second,
+		initialDelay:     seconds.Duration(p.InitialDelaySeconds),
+		period:           seconds.Duration(p.PeriodSeconds),
+		timeout:          seconds.Duration(p.TimeoutSeconds),
 		successThreshold: int(p.SuccessThreshold),
 		failureThreshold: int(p.FailureThreshold),
 	}

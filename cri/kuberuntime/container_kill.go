@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/seconds"
 )
 
 // podGracePeriod is the pod's termination grace: the override if set, else
@@ -77,7 +77,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, uid types.UID,
 	if override == nil && grace < minimumGracePeriod {
 		grace = minimumGracePeriod
 	}
-	grace = max(grace, 0)
+	grace = seconds.Clamp(grace)
 	if err := m.rt.StopContainer(ctx, id, grace); err != nil && !isNotFound(err) {
 		return wrapKind(ErrKillContainer, err, "stop container %q (%s)", name, id)
 	}
@@ -90,7 +90,7 @@ func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, uid types.UID, id
 	start := m.opts.Clock.Now()
 	hookCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	timer := m.opts.Clock.NewTimer(time.Duration(grace) * time.Second)
+	timer := m.opts.Clock.NewTimer(seconds.Duration(grace))
 	defer timer.Stop()
 	done := make(chan struct{})
 	go func() {

@@ -2,11 +2,15 @@ package kuberuntime
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/seconds"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -27,6 +31,8 @@ func TestKillPodGracePeriods(t *testing.T) {
 		{"override wins", func(p *v1.Pod) { p.DeletionGracePeriodSeconds = i64(5) }, i64(2), 2},
 		{"minimum 2 s without override", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(0) }, nil, 2},
 		{"override may be shorter than 2 s", func(*v1.Pod) {}, i64(0), 0},
+		{"a huge grace is clamped, not overflowed", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(math.MaxInt64) }, nil, seconds.MaxSeconds},
+		{"the first overflowing grace", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(9223372037) }, nil, seconds.MaxSeconds},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,5 +208,37 @@ func TestSandboxChangedEvent(t *testing.T) {
 	st, _ := e.status(t, pod)
 	if st.SandboxStatuses[0].Metadata.Attempt != 1 {
 		t.Errorf("new sandbox attempt = %d, want 1", st.SandboxStatuses[0].Metadata.Attempt)
+	}
+}
+
+// A preStop sleep and a grace period of 9223372037 s or more overflowed
+// time.Duration to a negative one: an hour later (or at once, on a real
+// clock) the hook was over and the container stopped. Clamped, both last
+// until the kill is canceled.
+func TestKillPodHugePreStopAndGraceDoNotOverflow(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	pod.Spec.TerminationGracePeriodSeconds = i64(math.MaxInt64)
+	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 9223372037}}}
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	pods, _ := e.m.GetPods(context.Background(), false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.m.KillPod(ctx, pod, pods[0], nil) }()
+	testutil.Until(t, 5*time.Second, "the preStop hook and its grace timer waiting", func() bool { return e.clock.Waiters() >= 2 })
+	e.clock.Step(time.Hour)
+	select {
+	case err := <-done:
+		t.Fatalf("KillPod returned (%v) an hour into a grace period of MaxInt64 seconds", err)
+	case <-time.After(time.Second):
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("canceled KillPod returned nil")
+	}
+	if n := e.rt.count("StopContainer"); n != 0 {
+		t.Errorf("StopContainer called %d times during the preStop hook, want 0", n)
 	}
 }

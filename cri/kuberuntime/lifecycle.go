@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/seconds"
 )
 
 // maxHookOutput bounds how much hook output ends up in a failure message.
@@ -44,7 +46,7 @@ func (m *Manager) runHook(ctx context.Context, pod *v1.Pod, podUID types.UID, co
 		return "", nil
 	case h.Sleep != nil:
 		select {
-		case <-m.opts.Clock.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		case <-m.opts.Clock.After(seconds.Duration(h.Sleep.Seconds)):
 			return "", nil
 		case <-ctx.Done():
 			return "", nil // the grace period ended: sleeping is not a failure

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/seconds"
 )
 
 // pollInterval is how often an adopted shim (not our child) is checked.
@@ -123,7 +125,7 @@ func (r *Runtime) stopContainer(ctx context.Context, id string, timeout int64) e
 		if err := proc.signalGroup(sig); err != nil {
 			return status.Errorf(codes.Internal, "stop container %q: %v", c.rec.ID, err)
 		}
-		t := time.NewTimer(time.Duration(timeout) * time.Second)
+		t := time.NewTimer(seconds.Duration(timeout))
 		defer t.Stop()
 		select {
 		case <-done:

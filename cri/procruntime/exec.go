@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/seconds"
 )
 
 // maxExecOutput caps each of ExecSync's stdout and stderr, leaving room
@@ -40,7 +42,7 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 
 	if req.GetTimeout() > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.GetTimeout())*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, seconds.Duration(req.GetTimeout()))
 		defer cancel()
 	}
 	path, err := lookPathIn(req.Cmd[0], env)

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/seconds"
 	"github.com/actorlet/actorlet/sources/bus"
 )
 
@@ -99,7 +100,7 @@ func (c *Client) DescribePod(ctx context.Context, node, namespace, name string) 
 func (c *Client) Exec(ctx context.Context, node string, req ExecRequest) (*ExecResponse, error) {
 	timeout := DefaultExecTimeout
 	if req.TimeoutSeconds > 0 {
-		timeout = time.Duration(req.TimeoutSeconds) * time.Second
+		timeout = seconds.Duration(req.TimeoutSeconds)
 	}
 	var resp ExecResponse
 	if err := c.call(ctx, node, VerbExec, timeout+c.timeout(), req, &resp); err != nil {

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/seconds"
 	"github.com/actorlet/actorlet/sources/bus"
 )
 
@@ -273,7 +274,7 @@ func (s *Service) exec(ctx context.Context, req micro.Request) (any, error) {
 	}
 	timeout := DefaultExecTimeout
 	if r.TimeoutSeconds > 0 {
-		timeout = time.Duration(r.TimeoutSeconds) * time.Second
+		timeout = seconds.Duration(r.TimeoutSeconds)
 	}
 	// A little slack so the runtime's own timeout is seen before ours.
 	ctx, cancel := context.WithTimeout(ctx, timeout+2*time.Second)

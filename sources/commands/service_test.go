@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,12 +13,16 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/actorlet/actorlet/seconds"
 	"github.com/actorlet/actorlet/sources/bus"
 )
 
 func TestServiceVerbs(t *testing.T) {
 	nc := runNATS(t)
 	fake := &fakeNode{exec: func(cmd []string, timeout time.Duration) ([]byte, []byte, int, error) {
+		if cmd[0] == "timeout?" {
+			return []byte(timeout.String()), nil, 0, nil
+		}
 		return []byte("out:" + strings.Join(cmd, " ")), []byte("err"), 3, nil
 	}}
 	fake.setPods(testPod("default", "web", "u1", "app"), testPod("kube-system", "dns", "u2", "dns"))
@@ -57,6 +62,16 @@ func TestServiceVerbs(t *testing.T) {
 		want := &ExecResponse{Stdout: []byte("out:echo hi"), Stderr: []byte("err"), ExitCode: 3}
 		if !reflect.DeepEqual(r, want) {
 			t.Fatalf("Exec = %+v, want %+v", r, want)
+		}
+	})
+	t.Run("exec with a huge timeoutSeconds", func(t *testing.T) {
+		// 9223372037 s and more overflowed to a negative timeout: the exec
+		// failed at once. It is clamped to seconds.Max.
+		for _, ts := range []int64{9223372037, math.MaxInt64} {
+			r, err := c.Exec(ctx, "n1", ExecRequest{Name: "web", Command: []string{"timeout?"}, TimeoutSeconds: ts})
+			if err != nil || string(r.Stdout) != seconds.Max.String() {
+				t.Errorf("Exec(timeoutSeconds %d) = %+v, %v; want a timeout of %v", ts, r, err, seconds.Max)
+			}
 		}
 	})
 	t.Run("restart", func(t *testing.T) {
