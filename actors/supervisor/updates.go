@@ -24,7 +24,7 @@ func (s *supervisor) podUpdate(ctx actor.Context, u *messages.PodUpdate) {
 		}
 	case messages.OpRemove:
 		for _, p := range u.Pods {
-			s.removePod(ctx, p.UID)
+			s.removePod(ctx, p.UID, p)
 		}
 	case messages.OpReconcile:
 		for _, p := range u.Pods {
@@ -90,7 +90,10 @@ func (s *supervisor) updatePod(ctx actor.Context, source string, p *v1.Pod) {
 }
 
 // removePod forgets a pod its source no longer has and kills its worker.
-func (s *supervisor) removePod(ctx actor.Context, uid types.UID) {
+// removed, the pod as the removal carries it (nil for one missing from a
+// snapshot), may shorten the deletion grace period (a deleted desired key
+// is a deletion with grace 0); it never lengthens it.
+func (s *supervisor) removePod(ctx actor.Context, uid types.UID, removed *v1.Pod) {
 	d := s.pods[uid]
 	delete(s.pods, uid)
 	s.usage = nil
@@ -104,7 +107,19 @@ func (s *supervisor) removePod(ctx actor.Context, uid types.UID) {
 	if d == nil {
 		return
 	}
-	s.dispatch(ctx, uid, messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: d.pod, StartTime: s.cfg.Clock.Now()})
+	pod := d.pod
+	if removed == nil {
+		removed = &v1.Pod{}
+	}
+	if g := removed.DeletionGracePeriodSeconds; g != nil && (pod.DeletionGracePeriodSeconds == nil || *g < *pod.DeletionGracePeriodSeconds) {
+		cp := *pod
+		cp.DeletionGracePeriodSeconds = g
+		if cp.DeletionTimestamp == nil {
+			cp.DeletionTimestamp = removed.DeletionTimestamp
+		}
+		pod = &cp
+	}
+	s.dispatch(ctx, uid, messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: pod, StartTime: s.cfg.Clock.Now()})
 }
 
 // reconcilePod records a status-only change: nothing is restarted.
@@ -138,7 +153,7 @@ func (s *supervisor) setPods(ctx actor.Context, source string, pods []*v1.Pod) {
 	s.addPods(ctx, source, added)
 	for uid, d := range s.pods {
 		if d.source == source && !seen[uid] {
-			s.removePod(ctx, uid)
+			s.removePod(ctx, uid, nil)
 		}
 	}
 }

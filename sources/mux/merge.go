@@ -47,7 +47,7 @@ func (m *Mux) applyLocked(source string, u messages.PodUpdate) changes {
 			}
 			if existing := findLocked(stored, p); existing != nil {
 				m.dropLocked(source, existing.UID)
-				c.removes = append(c.removes, existing.DeepCopy())
+				c.removes = append(c.removes, withShorterDeletion(existing, p))
 			}
 		}
 	default:
@@ -177,4 +177,19 @@ func differSemantically(a, b *v1.Pod) bool {
 		!apiequality.Semantic.DeepEqual(a.Annotations, b.Annotations) ||
 		!apiequality.Semantic.DeepEqual(a.DeletionTimestamp, b.DeletionTimestamp) ||
 		!apiequality.Semantic.DeepEqual(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds)
+}
+
+// withShorterDeletion is a copy of the stored pod, with the deletion of the
+// removal's pod if that is shorter (a deleted key is a deletion with grace
+// 0): a grace period only shortens.
+func withShorterDeletion(stored, removed *v1.Pod) *v1.Pod {
+	p := stored.DeepCopy()
+	if g := removed.DeletionGracePeriodSeconds; g != nil && (p.DeletionGracePeriodSeconds == nil || *g < *p.DeletionGracePeriodSeconds) {
+		if p.DeletionTimestamp == nil {
+			p.DeletionTimestamp = removed.DeletionTimestamp.DeepCopy()
+		}
+		g := *g
+		p.DeletionGracePeriodSeconds = &g
+	}
+	return p
 }

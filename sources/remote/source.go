@@ -210,7 +210,7 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 	for _, k := range gone {
 		pod := s.delivered[k]
 		delete(s.delivered, k)
-		s.send(messages.OpRemove, pod)
+		s.send(messages.OpRemove, s.forceDeleted(pod))
 	}
 	if !first {
 		return

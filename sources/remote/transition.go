@@ -6,6 +6,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/sources/bus"
@@ -17,7 +19,8 @@ import (
 //	(none)     ──put valid──►            delivered   ADD
 //	delivered  ──put, spec changed──►    delivered   UPDATE
 //	delivered  ──put, deletionTimestamp► delivered   DELETE (graceful)
-//	delivered  ──delete/purge──►         (none)      REMOVE
+//	delivered  ──put, another UID──►     delivered   REMOVE (old, grace 0), ADD (new)
+//	delivered  ──delete/purge──►         (none)      REMOVE (grace 0)
 //	delivered  ──put, selector misses──► (none)      REMOVE (fleet pods)
 //	any        ──put invalid──►          rejected    (reported; a delivered pod keeps its last valid spec)
 //	rejected   ──put valid──►            delivered   ADD or UPDATE, failed status cleared
@@ -38,7 +41,7 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 			return 0, nil, false
 		}
 		delete(s.delivered, key)
-		return messages.OpRemove, old, true
+		return messages.OpRemove, s.forceDeleted(old), true
 	}
 
 	dk, err := bus.ParseDesiredKey(key)
@@ -70,9 +73,30 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		return messages.OpAdd, pod, true
 	case apiequality.Semantic.DeepEqual(old, pod):
 		return 0, nil, false
+	case old.UID != pod.UID:
+		// Deleted and created again (a node that missed the delete sees the
+		// UID change in place): as the kubelet does for a new UID, the old
+		// pod is gone at once and the new one is a new pod.
+		klog.InfoS("Desired pod replaced by a pod with another UID", "key", key, "pod", klog.KObj(pod), "oldUID", old.UID, "podUID", pod.UID)
+		s.send(messages.OpRemove, s.forceDeleted(old))
+		return messages.OpAdd, pod, true
 	case pod.DeletionTimestamp != nil:
 		return messages.OpDelete, pod, true
 	default:
 		return messages.OpUpdate, pod, true
 	}
+}
+
+// forceDeleted is old as a deleted key leaves it: deleted with grace 0
+// (the node's minimum), like a pod force-deleted from the API server. A
+// graceful deletion in progress is thereby shortened, never lengthened.
+func (s *Source) forceDeleted(old *v1.Pod) *v1.Pod {
+	p := old.DeepCopy()
+	if p.DeletionTimestamp == nil {
+		now := metav1.NewTime(s.cfg.Clock.Now())
+		p.DeletionTimestamp = &now
+	}
+	zero := int64(0)
+	p.DeletionGracePeriodSeconds = &zero
+	return p
 }

@@ -23,6 +23,8 @@ func TestFleet(t *testing.T) {
 		{"Commands", testCommands},
 		{"NodeNotReady", testNodeNotReady},
 		{"UnknownNode", testUnknownNode},
+		{"KeyDeletedDuringGracefulDeletion", testKeyDeletedDuringGracefulDeletion},
+		{"UIDChangedInPlace", testUIDChangedInPlace},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

@@ -54,6 +54,8 @@ type node struct {
 	cfg  agent.Config
 	rt   *procruntime.Runtime
 	cri  *cri.Client
+	// runtimeDir is the process runtime's root directory.
+	runtimeDir string
 
 	mu    sync.Mutex
 	agent *agent.Agent
@@ -95,7 +97,7 @@ func (f *fleet) startNode(t *testing.T, name string, labels map[string]string, m
 	if mod != nil {
 		mod(&cfg)
 	}
-	n := &node{t: t, name: name, cfg: cfg, rt: rt, cri: client}
+	n := &node{t: t, name: name, cfg: cfg, rt: rt, cri: client, runtimeDir: filepath.Join(root, "runtime")}
 	t.Cleanup(n.stop) // registered last: runs before the runtime goes
 	n.start()
 	return n
