@@ -11,7 +11,24 @@ import (
 // Proc is a live process found by walking /proc.
 type Proc struct {
 	PID  int
+	PGID int // process group
 	Args []string
+}
+
+// Leader reports whether p leads its process group. A container's main
+// process does; a shell's short-lived fork (which shows the same
+// arguments until it execs) does not.
+func (p Proc) Leader() bool { return p.PID == p.PGID }
+
+// Leaders keeps the processes that lead their process group.
+func Leaders(procs []Proc) []Proc {
+	var out []Proc
+	for _, p := range procs {
+		if p.Leader() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Procs walks /proc and returns the live (not zombie) processes for which
@@ -30,9 +47,15 @@ func Procs(match func(args, env []string) bool) []Proc {
 		if err != nil {
 			continue
 		}
-		if i := bytes.LastIndexByte(stat, ')'); i < 0 || len(stat) < i+3 || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
 			continue
 		}
+		fields := strings.Fields(string(stat[i+1:])) // state, ppid, pgrp, ...
+		if len(fields) < 3 || fields[0] == "Z" || fields[0] == "X" {
+			continue
+		}
+		pgid, _ := strconv.Atoi(fields[2])
 		cmdline, err := os.ReadFile(dir + "/cmdline")
 		if err != nil || len(cmdline) == 0 {
 			continue
@@ -43,7 +66,7 @@ func Procs(match func(args, env []string) bool) []Proc {
 			env = splitNUL(b)
 		}
 		if match(args, env) {
-			out = append(out, Proc{PID: pid, Args: args})
+			out = append(out, Proc{PID: pid, PGID: pgid, Args: args})
 		}
 	}
 	return out

@@ -103,7 +103,7 @@ func testUIDChangedInPlace(t *testing.T, f *fleet) {
 	if p.UID != "11111111-aaaa-4000-8000-000000000001" {
 		t.Fatalf("status UID = %s, want the first one", p.UID)
 	}
-	if ps := testutil.ProcsWithArg(marker + "-old"); len(ps) != 1 {
+	if ps := testutil.Leaders(testutil.ProcsWithArg(marker + "-old")); len(ps) != 1 {
 		t.Fatalf("old pod has %d processes, want 1", len(ps))
 	}
 
@@ -115,7 +115,7 @@ func testUIDChangedInPlace(t *testing.T, f *fleet) {
 		if ps := testutil.ProcsWithArg(marker + "-old"); len(ps) != 0 {
 			return fmt.Errorf("the old pod's process still runs: %v", ps)
 		}
-		if ps := testutil.ProcsWithArg(marker + "-new"); len(ps) != 1 {
+		if ps := testutil.Leaders(testutil.ProcsWithArg(marker + "-new")); len(ps) != 1 {
 			return fmt.Errorf("the new pod has %d processes, want 1", len(ps))
 		}
 		for _, s := range n.sandboxes("default", "reborn") {
