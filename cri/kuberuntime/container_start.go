@@ -89,6 +89,16 @@ func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Conta
 // (or whose CreateContainer completed after it died) left it. Starting it
 // keeps the pod at one container instead of leaving a dead one beside a new
 // one.
+//
+// The kubelet instead creates a new instance beside a CREATED one (and
+// garbage-collects the old). Both are exactly once only if the runtime's
+// CREATED is the truth: no process ran and none will. containerd keeps
+// that (a start in flight is refused); the process runtime does since its
+// starts are recorded before the fork (cri/procruntime/start.go: a start
+// interrupted by a crash comes back RUNNING, EXITED, or CREATED only when
+// no process ever ran). Starting the same instance has one more guard the
+// kubelet's rule lacks: a start still in flight in the runtime makes this
+// StartContainer fail instead of racing a second instance.
 func (m *Manager) createdInstance(ctx context.Context, prev *cri.ContainerStatus, c *v1.Container, sandboxID string) string {
 	if prev == nil || prev.State != cri.ContainerStateCreated || prev.Hash != hashContainer(c) || sandboxID == "" {
 		return ""

@@ -215,7 +215,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		r.mu.Unlock()
 		return nil, err
 	}
-	if st := c.state(); st != runtimeapi.ContainerState_CONTAINER_CREATED || c.starting {
+	if c.starting {
+		r.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "start container %q: a start of it is already in progress", c.rec.ID)
+	}
+	if st := c.state(); st != runtimeapi.ContainerState_CONTAINER_CREATED {
 		r.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "start container %q: container is %s, not CREATED", c.rec.ID, st)
 	}
