@@ -31,7 +31,7 @@ import (
 func TestRuntimeKilledWhileStartingRunsEachContainerOnce(t *testing.T) {
 	const (
 		containers = 100
-		iterations = 6
+		iterations = 4
 	)
 	dir := t.TempDir()
 	root, sock := filepath.Join(dir, "state"), filepath.Join(dir, "cri.sock")
@@ -144,7 +144,7 @@ func TestRuntimeKilledWhileStartingRunsEachContainerOnce(t *testing.T) {
 	rnd := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for it := 0; it < iterations; it++ {
 		c := serve()
-		kill := time.Duration(rnd.Int63n(int64(600 * time.Millisecond)))
+		kill := time.Duration(rnd.Int63n(int64(500 * time.Millisecond)))
 		timer := time.AfterFunc(kill, func() { _ = server.Process.Signal(syscall.SIGKILL) })
 		converge(c)
 		timer.Stop()
@@ -156,6 +156,7 @@ func TestRuntimeKilledWhileStartingRunsEachContainerOnce(t *testing.T) {
 	}
 
 	// A last runtime, left alone, brings every container up.
+	phase := time.Now()
 	c := serve()
 	defer c.Close()
 	testutil.EventuallyEvery(t, 60*time.Second, 100*time.Millisecond, func() error {
@@ -179,6 +180,8 @@ func TestRuntimeKilledWhileStartingRunsEachContainerOnce(t *testing.T) {
 		}
 	}
 
+	t.Logf("all %d containers running after %s", containers, time.Since(phase).Round(time.Millisecond))
+	phase = time.Now()
 	sbs, err := c.ListPodSandbox(context.Background(), nil)
 	if err != nil || len(sbs) != 1 {
 		t.Fatalf("ListPodSandbox = %v, %v; want one sandbox", sbs, err)
@@ -195,4 +198,5 @@ func TestRuntimeKilledWhileStartingRunsEachContainerOnce(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("sandbox removed and nothing left after %s", time.Since(phase).Round(time.Millisecond))
 }

@@ -21,13 +21,13 @@ func TestStopContainerHugeTimeoutDoesNotKill(t *testing.T) {
 	sbID, sb := e.runSandbox("stubborn", nil)
 	id := e.run(sbID, sb, containerConfig("stubborn", nil, "sh", "-c", "trap '' TERM; while :; do sleep 1; done"))
 	for _, timeout := range []int64{9223372037, math.MaxInt64} {
-		c, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		c, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		err := e.c.StopContainer(c, id, timeout)
 		cancel()
 		if !cri.IsDeadlineExceeded(err) {
 			t.Errorf("client StopContainer(timeout %d) = %v, want the caller's deadline while the container ignores TERM", timeout, err)
 		}
-		c, cancel = context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		c, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
 		_, err = e.rt.StopContainer(c, &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout})
 		cancel()
 		if err == nil {
