@@ -344,12 +344,12 @@ func (r *Runtime) spawnShim(rec containerRecord, spec shimSpec) (*exec.Cmd, shim
 		ch <- result{rep, err}
 	}()
 	var res result
-	timeout := time.NewTimer(shimStartTimeout)
+	timeout := time.NewTimer(shimTimeout())
 	defer timeout.Stop()
 	select {
 	case res = <-ch:
 	case <-timeout.C:
-		res.err = fmt.Errorf("wait for shim: no report in %s", shimStartTimeout)
+		res.err = fmt.Errorf("wait for shim: no report in %s", shimTimeout())
 	}
 	if res.err == nil && res.rep.Error != "" {
 		res.err = errors.New(res.rep.Error)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -168,4 +170,56 @@ func errorsCause(err error) error {
 		err = u.Unwrap()
 	}
 	return nil
+}
+
+// A start left half-done whose shim holds its lock but never records a
+// process (hung) is not waited for forever: past the shim start timeout
+// the shim is killed and, no process having run, the container is CREATED
+// again.
+func TestStartLeftHalfDoneHungShimIsKilled(t *testing.T) {
+	t.Cleanup(procruntime.SetShimStartTimeout(500 * time.Millisecond))
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("hung", nil)
+	id := e.create(sbID, sb, containerConfig("hung", nil, "sleep", "300"))
+	e.rt.Stop()
+	e.markStarting(id)
+	// A "shim" that locks shim.lock and hangs: flock(1) holding the lock
+	// while it runs sleep, with the shim's environment.
+	dir := filepath.Join(e.root, "containers", id)
+	hung := exec.Command("flock", "-x", filepath.Join(dir, "shim.lock"), "sleep", "300")
+	hung.Env = append(os.Environ(), "ACTORLET_PROCRUNTIME_SHIM="+dir)
+	if err := hung.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hungDone := make(chan struct{})
+	go func() { _ = hung.Wait(); close(hungDone) }()
+	t.Cleanup(func() { _ = hung.Process.Kill(); <-hungDone })
+	testutil.Until(t, 10*time.Second, "the fake shim holding its lock", func() bool {
+		f, err := os.Open(filepath.Join(dir, "shim.lock"))
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			return false
+		}
+		return true
+	})
+
+	e.start()
+	select {
+	case <-hungDone:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the hung shim was not killed")
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+			return fmt.Errorf("container is %s, want CREATED", st.State)
+		}
+		return nil
+	})
+	if err := e.c.StartContainer(ctx(t), id); err != nil {
+		t.Fatalf("StartContainer after the hung shim was killed: %v", err)
+	}
 }

@@ -1,10 +1,13 @@
 package procruntime
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,7 +33,9 @@ import (
 //
 //   - shim.lock held and started.json present: the process runs; adopt it
 //     as RUNNING;
-//   - shim.lock held, no started.json yet: the shim is starting it; wait;
+//   - shim.lock held, no started.json yet: the shim is starting it; wait,
+//     at most the shim start timeout (1 min), then kill that shim (found by
+//     its environment) and look again;
 //   - shim.lock free (no shim alive) and exit.json present: EXITED as
 //     recorded;
 //   - shim.lock free, started.json present, no exit.json: the shim died;
@@ -45,8 +50,13 @@ import (
 // process is unknown to the runtime.
 
 // shimStartTimeout bounds how long StartContainer waits for the shim's
-// report (a shim that hangs before reporting is killed).
-const shimStartTimeout = time.Minute
+// report, and resolveStart for a live shim to record its process: a shim
+// that hangs that long is killed. Nanoseconds; tests shorten it.
+var shimStartTimeout atomic.Int64
+
+func init() { shimStartTimeout.Store(int64(time.Minute)) }
+
+func shimTimeout() time.Duration { return time.Duration(shimStartTimeout.Load()) }
 
 // resolveWait bounds how long New waits for the starts left by a previous
 // runtime to resolve; past it they resolve in the background (reported
@@ -113,6 +123,7 @@ func (r *Runtime) resolveStart(c *container) {
 	dir := r.containerDir(c.rec.ID)
 	t := time.NewTicker(resolvePoll)
 	defer t.Stop()
+	giveUp := time.Now().Add(shimTimeout())
 	for {
 		alive, err := shimAlive(dir)
 		if err != nil {
@@ -140,10 +151,39 @@ func (r *Runtime) resolveStart(c *container) {
 			}
 			return
 		}
+		if alive && time.Now().After(giveUp) {
+			// A shim that holds its lock this long without starting the
+			// process is hung (as StartContainer would judge it): kill it;
+			// the next look settles the container.
+			klog.InfoS("Killing a shim that did not start its container in time", "containerID", c.rec.ID, "timeout", shimTimeout())
+			killShimsOf(dir)
+			giveUp = time.Now().Add(shimTimeout())
+		}
 		select {
 		case <-r.stopped:
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// killShimsOf kills the shims serving the container state directory dir,
+// found by their environment (a shim's PID is only known once it wrote
+// started.json).
+func killShimsOf(dir string) {
+	want := []byte(shimEnvVar + "=" + dir + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...)) {
+			continue
+		}
+		if id, err := identify(pid); err == nil {
+			_ = id.signal(syscall.SIGKILL)
 		}
 	}
 }
