@@ -209,6 +209,8 @@ func (r *Runtime) Destroy() {
 		var st startedRecord
 		if readJSON(filepath.Join(d, startedFile), &st) == nil {
 			procs = append(procs, st.Process, st.Shim)
+		} else if alive, _ := shimAlive(d); alive {
+			killShimsOf(d) // forked, its process not yet recorded
 		}
 	}
 	for _, p := range procs {
