@@ -15,6 +15,8 @@ type startTarget struct {
 	sandboxID  string
 	sandboxCfg *runtimeapi.PodSandboxConfig
 	podIPs     []string
+	// stoppedNow names the containers this pass stopped to replace.
+	stoppedNow map[string]bool
 }
 
 // startContainer starts a new instance of c unless it is in restart
@@ -33,7 +35,12 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 
 func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, status *cri.PodStatus, t startTarget) error {
 	prev := status.FindContainerStatusByName(c.Name)
-	if prev != nil && prev.State != cri.ContainerStateExited {
+	// A previous instance this pass stopped to replace (a failed liveness or
+	// startup probe, a changed spec) is not a crash: as in the kubelet, whose
+	// back-off check sees it still running in the status the pass acted on,
+	// the new instance starts at once.
+	replaced := t.stoppedNow[c.Name]
+	if prev != nil && !replaced && prev.State != cri.ContainerStateExited {
 		// The status may be stale (an exit not yet seen by PLEG): ask the
 		// runtime what the previous instance is now, so a container that
 		// just died is not restarted past its back-off.
@@ -44,7 +51,7 @@ func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Conta
 			return nil // already running: the sync acted on a stale status
 		}
 	}
-	if prev != nil && prev.State == cri.ContainerStateExited {
+	if prev != nil && !replaced && prev.State == cri.ContainerStateExited {
 		if err := m.checkRestartBackOff(pod, c, prev); err != nil {
 			return err
 		}
@@ -139,7 +146,7 @@ func (m *Manager) checkRestartBackOff(pod *v1.Pod, c *v1.Container, prev *cri.Co
 	key := backOffKey{uid: pod.UID, name: c.Name, hash: hashContainer(c)}
 	if in, d := m.restartBackOff.inBackOffSince(key, prev.FinishedAt); in {
 		m.event(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, podName(pod, pod.UID))
-		return newKindError(ErrCrashLoopBackOff, "back-off %s restarting failed container=%s pod=%s", d, c.Name, podName(pod, pod.UID))
+		return newBackOffError(ErrCrashLoopBackOff, prev.FinishedAt.Add(d), "back-off %s restarting failed container=%s pod=%s", d, c.Name, podName(pod, pod.UID))
 	}
 	m.restartBackOff.next(key, prev.FinishedAt)
 	return nil

@@ -45,7 +45,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 			ContainerStatuses: m.removeInitContainers(ctx, pod, status),
 			TimeStamp:         status.TimeStamp,
 		}
-	} else {
+	}
+	stopped := map[string]bool{}
+	if !actions.KillPod {
 		for id, k := range actions.ContainersToKill {
 			err := m.killContainer(ctx, pod, pod.UID, id, k.name, k.message, nil)
 			result.add(ActionKillContainer, k.name, err)
@@ -53,13 +55,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 				klog.ErrorS(err, "Failed to kill container for a restart", "pod", klog.KObj(pod), "container", k.name, "containerID", id)
 				return result
 			}
+			stopped[k.name] = true
 		}
 	}
 	if ctx.Err() != nil {
 		return result
 	}
 
-	target := startTarget{sandboxID: actions.SandboxID, podIPs: status.IPs}
+	target := startTarget{sandboxID: actions.SandboxID, podIPs: status.IPs, stoppedNow: stopped}
 	sandboxCfg, err := m.sandboxConfig(pod, actions.Attempt)
 	if err != nil {
 		result.add(ActionCreatePodSandbox, string(pod.UID), wrapKind(ErrConfigPodSandbox, err, ""))

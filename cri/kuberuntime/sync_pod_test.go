@@ -355,3 +355,59 @@ func TestStaleStatusDoesNotBypassCrashLoopBackOff(t *testing.T) {
 		t.Fatalf("a new instance was created (%d CreateContainer calls) past the back-off", n-before)
 	}
 }
+
+// A back-off wait says when it ends, so the pod can be synced again then
+// instead of at the next periodic resync.
+func TestCrashLoopBackOffErrorCarriesItsEnd(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.status(t, pod)
+	e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 1, e.clock.Now())
+	if err := e.sync(t, pod, nil).Error(); err != nil { // first restart: at once
+		t.Fatalf("first restart: %v", err)
+	}
+	st, _ = e.status(t, pod)
+	finished := e.clock.Now()
+	e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 1, finished)
+	err := e.sync(t, pod, nil).Error()
+	if !errors.Is(err, ErrCrashLoopBackOff) {
+		t.Fatalf("error = %v, want CrashLoopBackOff", err)
+	}
+	var w interface{ RetryAt() time.Time }
+	if !errors.As(err, &w) {
+		t.Fatalf("error %v has no RetryAt", err)
+	}
+	if want := finished.Add(restartBackOffInitial); !w.RetryAt().Equal(want) {
+		t.Fatalf("RetryAt = %v, want the finish plus the first back-off, %v", w.RetryAt(), want)
+	}
+}
+
+// A container stopped by a failed liveness probe is started again in the
+// same pass, even while its crash back-off runs: as in the kubelet, whose
+// back-off check sees the status the pass acted on, where it still ran.
+func TestLivenessKillRestartsInTheSamePassWithoutBackOff(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		st, _ := e.status(t, pod)
+		old := st.FindContainerStatusByName("app")
+		if old.State != cri.ContainerStateRunning {
+			t.Fatalf("round %d: container is %v, want running", i, old.State)
+		}
+		err := e.sync(t, pod, map[string]string{old.ID: "liveness probe failed"}).Error()
+		if err != nil {
+			t.Fatalf("round %d: liveness restart: %v", i, err)
+		}
+		st, _ = e.status(t, pod)
+		now := st.FindContainerStatusByName("app")
+		if now.ID == old.ID || now.State != cri.ContainerStateRunning {
+			t.Fatalf("round %d: after the liveness kill the container is %s %v, want a new running instance", i, now.ID, now.State)
+		}
+	}
+}
