@@ -59,6 +59,8 @@ type podActor struct {
 	lastStatus    *v1.PodStatus // the last status reported, nil before the first
 	nextSyncTime  time.Time
 	actorRestarts int
+
+	retry retryTimer // the end of a back-off the pod waits on
 }
 
 // Props returns the props of the pod actor for uid. Every incarnation
@@ -93,6 +95,8 @@ func (a *podActor) syncing(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *messages.SyncPod:
 		a.update(ctx, m)
+	case *retryDue:
+		a.retryNow(ctx, m)
 	case *workDone:
 		if a.accept(m) {
 			a.syncDone(ctx, m)
@@ -159,6 +163,7 @@ func (a *podActor) common(ctx actor.Context) bool {
 		}
 	case *actor.Restarting, *actor.Stopping:
 		a.cancelWork()
+		a.retry.disarm()
 	case *messages.DesiredPod:
 		a.actorRestarts = m.ActorRestarts
 		if !m.Found {

@@ -82,6 +82,7 @@ func (a *podActor) report(ctx actor.Context, m *workDone, phaseChanged bool) {
 	}
 	a.lastSyncError = errText
 	after := requeueAfter(phaseChanged, m.err, a.cfg.ResyncInterval, a.cfg.BackOffPeriod)
+	after = a.scheduleRetry(ctx, m, now, after)
 	a.nextSyncTime = now.Add(after)
 	ut := messages.SyncPodSync
 	if m.kind != workSync {

@@ -76,15 +76,16 @@ func (b *backOff) inBackOffSince(key backOffKey, eventTime time.Time) (bool, tim
 }
 
 // inBackOffSinceUpdate reports whether the key stepped less than its
-// back-off ago (used for image pulls, which have no finish time).
-func (b *backOff) inBackOffSinceUpdate(key backOffKey) bool {
+// back-off ago (used for image pulls, which have no finish time), and when
+// that back-off ends.
+func (b *backOff) inBackOffSinceUpdate(key backOffKey) (bool, time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
 	if !ok {
-		return false
+		return false, time.Time{}
 	}
-	return b.clock.Since(e.lastUpdate) < e.backoff
+	return b.clock.Since(e.lastUpdate) < e.backoff, e.lastUpdate.Add(e.backoff)
 }
 
 // reset forgets the key (a pull that succeeded).

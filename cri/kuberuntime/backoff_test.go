@@ -61,20 +61,25 @@ func TestImageBackOffSinceUpdate(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 	b := newBackOff(clk, 10*time.Second, 300*time.Second)
 	key := backOffKey{uid: "u", name: "img"}
-	if b.inBackOffSinceUpdate(key) {
+	if inBackOffNow(b, key) {
 		t.Fatal("fresh key in back-off")
 	}
 	b.next(key, clk.Now())
-	if !b.inBackOffSinceUpdate(key) {
+	if !inBackOffNow(b, key) {
 		t.Error("not in back-off right after a failure")
 	}
 	clk.Step(10 * time.Second)
-	if b.inBackOffSinceUpdate(key) {
+	if inBackOffNow(b, key) {
 		t.Error("in back-off after 10 s")
 	}
 	b.next(key, clk.Now())
 	clk.Step(15 * time.Second)
-	if !b.inBackOffSinceUpdate(key) {
+	if !inBackOffNow(b, key) {
 		t.Error("second failure should back off 20 s")
 	}
+}
+
+func inBackOffNow(b *backOff, key backOffKey) bool {
+	in, _ := b.inBackOffSinceUpdate(key)
+	return in
 }

@@ -64,10 +64,10 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 
 	key := backOffKey{uid: pod.UID, name: c.Image}
-	if m.imageBackOff.inBackOffSinceUpdate(key) {
+	if in, until := m.imageBackOff.inBackOffSinceUpdate(key); in {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		m.event(pod, v1.EventTypeNormal, "BackOff", "%s", msg)
-		return "", newKindError(ErrImagePullBackOff, "%s", msg)
+		return "", newBackOffError(ErrImagePullBackOff, until, "%s", msg)
 	}
 	m.event(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := m.opts.Clock.Now()

@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error kinds of a sync, named as the kubelet names them: each is also the
@@ -87,7 +88,13 @@ type kindError struct {
 	kind  error
 	cause error
 	msg   string
+	// retryAt, set on back-off waits, is the instant the back-off ends: the
+	// pod can be synced again exactly then instead of at the next resync.
+	retryAt time.Time
 }
+
+// RetryAt is when the wait behind this error ends (zero: not a wait).
+func (e *kindError) RetryAt() time.Time { return e.retryAt }
 
 func (e *kindError) Error() string { return e.kind.Error() + ": " + e.msg }
 
@@ -100,6 +107,11 @@ func (e *kindError) Unwrap() []error {
 
 func newKindError(kind error, format string, args ...any) error {
 	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// newBackOffError is a back-off wait of kind that ends at retryAt.
+func newBackOffError(kind error, retryAt time.Time, format string, args ...any) error {
+	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...), retryAt: retryAt}
 }
 
 // wrapKind is a kind error caused by err: "<what>: <err>".
