@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/seconds"
 )
@@ -36,6 +38,7 @@ type Client struct {
 	img         runtimeapi.ImageServiceClient
 	timeout     time.Duration
 	longTimeout time.Duration
+	eventSource atomic.Int32 // an eventSource* value: what GetContainerEvents follows
 }
 
 var _ Runtime = &Client{}
@@ -171,29 +174,102 @@ func (c *Client) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusRe
 
 // GetContainerEvents streams container events into ch until ctx ends or the
 // stream fails; it always returns a non-nil error (ctx's, or the stream's).
-// A runtime without the feature answers Unimplemented on the first receive.
+// connectionEstablishedCallback is called once the stream is known to work.
+//
+// A runtime that answers CRI GetContainerEvents with Unimplemented (containerd
+// 1.6) is followed through containerd's own event service on the same socket
+// when it serves one (see containerd_events.go); only a runtime with neither
+// returns Unimplemented. The source in use is EventSource.
 func (c *Client) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, connectionEstablishedCallback func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	if c.eventSource.Load() != eventSourceContainerd {
+		err := c.criContainerEvents(ctx, ch, connectionEstablishedCallback)
+		if !IsUnimplemented(err) {
+			return err
+		}
+		if c.eventSource.Swap(eventSourceNone) != eventSourceNone {
+			klog.InfoS("Container runtime does not implement CRI GetContainerEvents, trying containerd's event service", "endpoint", c.endpoint)
+		}
+	}
+	err := c.containerdEvents(ctx, ch, connectionEstablishedCallback)
+	if IsUnimplemented(err) {
+		c.eventSource.Store(eventSourceNone)
+	}
+	return err
+}
+
+// criProbeWindow is how long the first receive of a CRI event stream may
+// take to fail before the stream is taken as working: a runtime without the
+// verb answers Unimplemented at once, a working one sends nothing until a
+// container changes.
+const criProbeWindow = 500 * time.Millisecond
+
+// criContainerEvents follows CRI GetContainerEvents.
+func (c *Client) criContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, established func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stream, err := c.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
 	if err != nil {
 		return fmt.Errorf("GetContainerEvents: %w", err)
 	}
-	if connectionEstablishedCallback != nil {
-		connectionEstablishedCallback(stream)
+	type recv struct {
+		ev  *runtimeapi.ContainerEventResponse
+		err error
+	}
+	first := make(chan recv, 1)
+	go func() {
+		ev, err := stream.Recv()
+		first <- recv{ev, err}
+	}()
+	var ev *runtimeapi.ContainerEventResponse
+	select {
+	case r := <-first:
+		if r.err != nil {
+			return fmt.Errorf("GetContainerEvents: %w", eofAsUnexpected(r.err))
+		}
+		ev, first = r.ev, nil
+	case <-time.After(criProbeWindow):
+		// Still open: the stream works; its first receive goes on below.
+	case <-ctx.Done():
+		return fmt.Errorf("GetContainerEvents: %w", ctx.Err())
+	}
+	if c.eventSource.Swap(eventSourceCRI) != eventSourceCRI {
+		klog.InfoS("Container events: CRI GetContainerEvents", "endpoint", c.endpoint)
+	}
+	if established != nil {
+		established(stream)
 	}
 	for {
-		ev, err := stream.Recv()
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+		if ev == nil {
+			var err error
+			if first != nil {
+				select {
+				case r := <-first:
+					ev, err = r.ev, r.err
+					first = nil
+				case <-ctx.Done():
+					return fmt.Errorf("GetContainerEvents: %w", ctx.Err())
+				}
+			} else {
+				ev, err = stream.Recv()
 			}
-			return fmt.Errorf("GetContainerEvents: %w", err)
+			if err != nil {
+				return fmt.Errorf("GetContainerEvents: %w", eofAsUnexpected(err))
+			}
 		}
 		select {
 		case ch <- ev:
 		case <-ctx.Done():
 			return fmt.Errorf("GetContainerEvents: %w", ctx.Err())
 		}
+		ev = nil
 	}
+}
+
+func eofAsUnexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // RunPodSandbox creates and starts a pod sandbox and returns its ID.

@@ -67,10 +67,10 @@ func TestRestartPolicyAndCrashLoopBackOff(t *testing.T) {
 	})
 
 	// Four starts: the first restart at once, then back-offs of 10 s and 20 s
-	// measured from each death. Starts are recorded in whole seconds. As in
-	// the kubelet, a pod in back-off is retried every 10 s ×[1, 1.5) (the
-	// error requeue), so a restart comes at the first retry after its
-	// back-off ended: 10..15 s, then 20..30 s, plus a relist.
+	// measured from each death. Starts are recorded in whole seconds. The pod
+	// actor's timer retries when a back-off ends (the kubelet waits for its
+	// next 10 s ×[1, 1.5) error requeue), so the gaps are the back-offs plus
+	// the time to see the death and start; the bounds allow a loaded machine.
 	var starts []int64
 	eventually(t, 70*time.Second, func() error {
 		b, err := os.ReadFile(filepath.Join(host, "starts"))

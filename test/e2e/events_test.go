@@ -1,0 +1,51 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Scenario: on containerd the agent follows container events (CRI
+// GetContainerEvents where the runtime has it, containerd's own event
+// service on 1.6) instead of waiting for a relist. With the relist pushed
+// out to a minute, a container that dies is restarted long before any
+// relist or periodic resync could have seen its death: only an event can
+// have told the agent.
+func TestContainerDeathIsSeenFromRuntimeEvents(t *testing.T) {
+	a := startAgent(t, agentOptions{args: []string{"--relist-period", "60s"}})
+
+	var mode string
+	eventually(t, 30*time.Second, func() error {
+		b, err := os.ReadFile(a.logPath)
+		if err != nil {
+			return err
+		}
+		for _, m := range []string{"Container events: containerd's event service", "Container events: CRI GetContainerEvents"} {
+			if strings.Contains(string(b), m) {
+				mode = m
+				return nil
+			}
+		}
+		return fmt.Errorf("no container event source in the agent log yet")
+	})
+	t.Logf("event source: %s", mode)
+
+	a.apply(t, shPod("dies", "sleep 2; exit 3"))
+	p := a.waitPod(t, "dies", 30*time.Second, func(p *v1.Pod) error {
+		cs := containerStatus(p, "main")
+		if cs == nil || cs.RestartCount < 1 || cs.LastTerminationState.Terminated == nil {
+			return fmt.Errorf("not restarted yet")
+		}
+		return nil
+	})
+	if code := containerStatus(p, "main").LastTerminationState.Terminated.ExitCode; code != 3 {
+		t.Errorf("last exit code %d, want 3", code)
+	}
+}
