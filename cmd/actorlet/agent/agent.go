@@ -137,7 +137,7 @@ func (a *Agent) start(ctx context.Context) error {
 	}
 	a.recorder = events.NewRecorder(a.conn.JS, cfg.NodeName)
 	a.onShutdown(a.recorder.Stop)
-	a.manager = kuberuntime.NewManager(a.runtime, kuberuntime.Options{
+	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
 		PodLogsDir: cfg.PodLogsDir,
 		PodsDir:    filepath.Join(cfg.RootDir, "pods"),
 		HostIP:     a.cfg.NodeIP,

@@ -27,7 +27,10 @@ type Config struct {
 	ContainerRuntimeEndpoint string            `json:"containerRuntimeEndpoint"`
 	RuntimeRequestTimeout    time.Duration     `json:"runtimeRequestTimeout"`
 	MaxPods                  int               `json:"maxPods"`
-	PodLogsDir               string            `json:"podLogsDir"`
+	// MaxParallelRuntimeCalls bounds the sandbox and container creations,
+	// starts and removals in flight in the runtime (0: unbounded).
+	MaxParallelRuntimeCalls int    `json:"maxParallelRuntimeCalls"`
+	PodLogsDir              string `json:"podLogsDir"`
 
 	SyncFrequency             time.Duration `json:"syncFrequency"`
 	RelistPeriod              time.Duration `json:"relistPeriod"`
@@ -46,6 +49,10 @@ type Config struct {
 	// fault injection in tests). Not settable from flags or the file.
 	ReceiverMiddleware []actor.ReceiverMiddleware `json:"-"`
 }
+
+// maxParallelRuntimeCallsLimit is the largest bound --max-parallel-runtime-calls
+// takes: past it the bound means nothing.
+const maxParallelRuntimeCallsLimit = 1024
 
 type NATSConfig struct {
 	URL       string `json:"url"`
@@ -68,6 +75,7 @@ func DefaultConfig() Config {
 		RootDir:                   "/var/lib/actorlet",
 		RuntimeRequestTimeout:     2 * time.Minute,
 		MaxPods:                   110,
+		MaxParallelRuntimeCalls:   4,
 		SyncFrequency:             time.Minute,
 		RelistPeriod:              time.Second,
 		NodeStatusUpdateFrequency: 10 * time.Second,
@@ -95,6 +103,7 @@ func ParseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", cfg.ContainerRuntimeEndpoint, "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; empty runs the embedded process runtime")
 	fs.DurationVar(&cfg.RuntimeRequestTimeout, "runtime-request-timeout", cfg.RuntimeRequestTimeout, "timeout of ordinary CRI calls (sandbox calls and pulls get twice this)")
 	fs.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "number of pods this node admits")
+	fs.IntVar(&cfg.MaxParallelRuntimeCalls, "max-parallel-runtime-calls", cfg.MaxParallelRuntimeCalls, "sandbox and container creations, starts and removals in flight in the runtime at once; pods with a sandbox go first (0: unbounded)")
 	fs.StringVar(&cfg.PodLogsDir, "pod-logs-dir", cfg.PodLogsDir, "root of container logs (default <root-dir>/pod-logs)")
 	fs.DurationVar(&cfg.SyncFrequency, "sync-frequency", cfg.SyncFrequency, "resync interval of a healthy pod")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", cfg.RelistPeriod, "PLEG relist interval (sub-second allowed)")
@@ -161,6 +170,9 @@ func (c *Config) complete() error {
 	}
 	if c.PodLogsDir == "" {
 		c.PodLogsDir = filepath.Join(c.RootDir, "pod-logs")
+	}
+	if c.MaxParallelRuntimeCalls < 0 || c.MaxParallelRuntimeCalls > maxParallelRuntimeCallsLimit {
+		errs = append(errs, fmt.Errorf("max-parallel-runtime-calls: must be 0 (unbounded) to %d, got %d", maxParallelRuntimeCallsLimit, c.MaxParallelRuntimeCalls))
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("max-pods: must be positive, got %d", c.MaxPods))

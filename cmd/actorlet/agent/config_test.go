@@ -49,7 +49,7 @@ nats:
 				"--node-status-update-frequency", "2s", "--healthz-port", "0", "--healthz-bind-address", "0.0.0.0"},
 			check: func(t *testing.T, c Config) {
 				want := Config{NodeName: "n1", RootDir: root, PodManifestPath: "/etc/manifests",
-					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", MaxPods: 7,
+					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", MaxPods: 7, MaxParallelRuntimeCalls: 4,
 					NodeLabels: map[string]string{"zone": "a", "role": "edge"}, NodeIP: "10.0.0.5",
 					SyncFrequency: 30 * time.Second, NodeStatusUpdateFrequency: 2 * time.Second, HealthzPort: 0,
 					HealthzBindAddress: "0.0.0.0", PodLogsDir: filepath.Join(root, "pod-logs"),
@@ -72,6 +72,8 @@ nats:
 		{name: "label without value", args: []string{"--node-name", "n1", "--node-labels", "zone=a,edge"}, wantErr: []string{"--node-labels", `"edge" is not key=value`}},
 		{name: "label without key", args: []string{"--node-name", "n1", "--node-labels", "=a"}, wantErr: []string{"--node-labels", `"=a"`}},
 		{name: "bad max pods", args: []string{"--node-name", "n1", "--max-pods", "0"}, wantErr: []string{"max-pods", "must be positive"}},
+		{name: "hostile runtime call bound", args: []string{"--node-name", "n1", "--max-parallel-runtime-calls", "99999999"}, wantErr: []string{"max-parallel-runtime-calls", "0 (unbounded) to 1024"}},
+		{name: "negative runtime call bound", args: []string{"--node-name", "n1", "--max-parallel-runtime-calls", "-1"}, wantErr: []string{"max-parallel-runtime-calls"}},
 		{name: "bad duration flag", args: []string{"--sync-frequency", "often"}, wantErr: []string{"sync-frequency"}},
 		{name: "unknown flag", args: []string{"--pod-manifests", "/x"}, wantErr: []string{"pod-manifests"}},
 		{name: "stray argument", args: []string{"--node-name", "n1", "run"}, wantErr: []string{`unexpected argument "run"`}},
