@@ -381,3 +381,27 @@ func TestLateStatusAfterPurgeIsDropped(t *testing.T) {
 	h.send(&messages.PodStatusComputed{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed}})
 	h.never("late status forwarded", func() bool { return len(recorded[*messages.PodStatusComputed](h.status)) != before })
 }
+
+// A mass deletion is cleaned up several pods at a time, not one pod after
+// another: every purged pod's CleanupPod is in flight at once here.
+func TestPurgedPodsAreCleanedUpInParallel(t *testing.T) {
+	h := newHarness(t, nil)
+	var pods []*v1.Pod
+	for _, uid := range []string{"a", "b", "c"} {
+		pods = append(pods, newPod(uid, uid, 1))
+	}
+	h.add(pods...)
+	for _, p := range pods {
+		eventually(t, "sync", func() bool { return h.syncsOf(p.UID) > 0 })
+	}
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: pods, Source: messages.SourceRemote})
+	for _, p := range pods {
+		eventually(t, "finished", func() bool { return finished(h, p.UID) })
+	}
+	release := h.rt.Hold(fake.OpCleanupPod)
+	defer release()
+	h.clock.Step(2 * time.Second)
+	eventually(t, "three cleanups in flight together", func() bool { return h.rt.Count(fake.OpCleanupPod) == 3 })
+	release()
+	h.housekeep()
+}
