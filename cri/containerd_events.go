@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"fmt"
+	"time"
 
 	eventtypes "github.com/containerd/containerd/api/events"
 	eventsapi "github.com/containerd/containerd/api/services/events/v1"
@@ -71,8 +72,10 @@ func (c *Client) containerdEvents(ctx context.Context, ch chan *runtimeapi.Conta
 		}
 		ev := c.fromContainerdEvent(ctx, env.GetTopic(), env.GetEvent().GetValue())
 		if ev == nil {
+			klog.V(5).InfoS("Skipping containerd event", "topic", env.GetTopic())
 			continue
 		}
+		klog.V(5).InfoS("Container event from containerd", "topic", env.GetTopic(), "containerID", ev.GetContainerId(), "type", ev.GetContainerEventType())
 		if ts := env.GetTimestamp(); ts != nil {
 			ev.CreatedAt = ts.AsTime().UnixNano()
 		}
@@ -121,7 +124,11 @@ func (c *Client) fromContainerdEvent(ctx context.Context, topic string, payload 
 // withPod builds the CRI event for container (or sandbox) id, naming its
 // pod as CRI's own events do.
 func (c *Client) withPod(ctx context.Context, id string, t runtimeapi.ContainerEventType) *runtimeapi.ContainerEventResponse {
-	if cs, err := c.ContainerStatus(ctx, id, false); err == nil && cs.GetStatus() != nil {
+	cs, err := c.ContainerStatus(ctx, id, false)
+	if t == runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT {
+		cs, err = c.awaitExited(ctx, id, cs, err)
+	}
+	if err == nil && cs.GetStatus() != nil {
 		labels := cs.GetStatus().GetLabels()
 		return &runtimeapi.ContainerEventResponse{
 			ContainerId:        id,
@@ -146,4 +153,31 @@ func (c *Client) withPod(ctx context.Context, id string, t runtimeapi.ContainerE
 		return nil // removed meanwhile: the next relist sees it
 	}
 	return &runtimeapi.ContainerEventResponse{ContainerId: id, ContainerEventType: t, PodSandboxStatus: sb.GetStatus()}
+}
+
+// exitSettleTimeout bounds the wait for CRI to show a container exited after
+// containerd reported its task's exit, and exitSettlePoll is how often CRI is
+// asked meanwhile. containerd's CRI plugin learns of the exit from the same
+// event stream and updates its own store a moment later: a status read at
+// once still says running, and a pod synced on it would not be restarted
+// until the next relist.
+const (
+	exitSettleTimeout = time.Second
+	exitSettlePoll    = 5 * time.Millisecond
+)
+
+// awaitExited asks CRI for container id's status until it is no longer
+// running (or gone), at most exitSettleTimeout; cs and err are the first
+// answer.
+func (c *Client) awaitExited(ctx context.Context, id string, cs *runtimeapi.ContainerStatusResponse, err error) (*runtimeapi.ContainerStatusResponse, error) {
+	deadline := time.Now().Add(exitSettleTimeout)
+	for err == nil && cs.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING && time.Now().Before(deadline) {
+		select {
+		case <-time.After(exitSettlePoll):
+		case <-ctx.Done():
+			return cs, ctx.Err()
+		}
+		cs, err = c.ContainerStatus(ctx, id, false)
+	}
+	return cs, err
 }
