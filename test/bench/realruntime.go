@@ -85,13 +85,26 @@ func openProcess(ctx context.Context, dir string) (*realRuntime, error) {
 // namespace: this run's and any left by an interrupted one. Nothing else on
 // the runtime is touched.
 func (r *realRuntime) cleanNamespace(ctx context.Context) (int, error) {
+	return r.removeSandboxes(ctx, 8)
+}
+
+// teardown stops and removes the benchmark namespace's sandboxes conc at a
+// time: the raw teardown figure.
+func (r *realRuntime) teardown(ctx context.Context, conc int) error {
+	_, err := r.removeSandboxes(ctx, conc)
+	return err
+}
+
+// removeSandboxes stops and removes every sandbox of the benchmark's
+// namespace, conc at a time, and returns how many it found.
+func (r *realRuntime) removeSandboxes(ctx context.Context, conc int) (int, error) {
 	sbs, err := r.client.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		LabelSelector: map[string]string{kuberuntime.LabelPodNamespace: benchNamespace},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("list the benchmark's sandboxes: %w", err)
 	}
-	err = parallel(ctx, 8, sbs, func(ctx context.Context, s *runtimeapi.PodSandbox) error {
+	err = parallel(ctx, conc, sbs, func(ctx context.Context, s *runtimeapi.PodSandbox) error {
 		if s.GetMetadata().GetNamespace() != benchNamespace {
 			return nil
 		}
