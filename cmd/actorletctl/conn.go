@@ -6,14 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/commands"
 )
 
 // DefaultServer is the NATS URL used without --server or ACTORLET_NATS_URL.
@@ -55,7 +53,7 @@ func (g *globalFlags) register(fs *flag.FlagSet) {
 type conn struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	client *commands.Client
+	client *wire.Client
 }
 
 // connect opens the connection once per invocation.
@@ -97,7 +95,7 @@ func (c *cli) connect(ctx context.Context) (*conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("open JetStream: %w", err)
 	}
-	c.conn = &conn{nc: nc, js: js, client: &commands.Client{NC: nc, Timeout: g.timeout}}
+	c.conn = &conn{nc: nc, js: js, client: &wire.Client{NC: nc, Timeout: g.timeout}}
 	return c.conn, nil
 }
 
@@ -173,25 +171,25 @@ func (c *cli) podNode(ctx context.Context, namespace, name, node string) (string
 	if node != "" {
 		return node, nil
 	}
-	kv, err := c.bucket(ctx, bus.StatusBucket)
+	kv, err := c.bucket(ctx, wire.StatusBucket)
 	if err != nil {
 		return "", err
 	}
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	found, _, err := entries(qctx, kv, "*."+bus.EncodeName(namespace)+"."+bus.EncodeName(name), false)
+	found, _, err := entries(qctx, kv, "*."+wire.EncodeName(namespace)+"."+wire.EncodeName(name), false)
 	if err != nil {
 		return "", err
 	}
 	var nodes []string
 	for _, e := range found {
-		nodes = append(nodes, bus.DecodeName(firstToken(e.Key())))
+		nodes = append(nodes, wire.DecodeName(firstToken(e.Key())))
 	}
 	switch len(nodes) {
 	case 1:
 		return nodes[0], nil
 	case 0:
-		return "", fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, bus.StatusBucket)
+		return "", fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, wire.StatusBucket)
 	}
 	return "", fmt.Errorf("pod %s/%s runs on several nodes (%v): choose one with --node", namespace, name, nodes)
 }

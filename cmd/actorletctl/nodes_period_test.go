@@ -1,14 +1,13 @@
 package main
 
 import (
+	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/publish"
 )
 
 // get nodes judges a node by the heartbeat period it publishes: a node
@@ -18,9 +17,9 @@ func TestGetNodesJudgesByTheNodesOwnPeriod(t *testing.T) {
 	e := newEnv(t)
 	quick := node("quick", now.Add(-10*time.Second), v1.ConditionTrue)
 	quick.Annotations = map[string]string{publish.HeartbeatPeriodAnnotation: "1s"}
-	e.put(bus.NodesBucket, "quick", quick)
+	e.put(wire.NodesBucket, "quick", quick)
 	slow := node("slow", now.Add(-10*time.Second), v1.ConditionTrue)
-	e.put(bus.NodesBucket, "slow", slow)
+	e.put(wire.NodesBucket, "slow", slow)
 	out := e.mustRun("get", "nodes")
 	for _, w := range []string{"quick   NotReady", "slow    Ready"} {
 		if !strings.Contains(out, w) {

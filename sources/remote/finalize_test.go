@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"testing"
 
@@ -9,12 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {
 	e := newEnv(t)
-	key := bus.DesiredNodeKey("n1", "default", "web")
+	key := wire.DesiredNodeKey("n1", "default", "web")
 	s, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)
 
@@ -35,7 +35,7 @@ func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {
 	if err := s.Finalize(e.ctx, deleted); err != nil {
 		t.Fatalf("Finalize: %v", err)
 	}
-	kv, err := e.conn.JS.KeyValue(e.ctx, bus.DesiredBucket)
+	kv, err := e.conn.JS.KeyValue(e.ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 // statusWriteTimeout bounds one status bucket write or read.
@@ -24,7 +23,7 @@ const statusWriteTimeout = 5 * time.Second
 // listing pods shows why it never started. A key that does not parse has no
 // status entry to write. When an earlier valid version was delivered it keeps
 // running with its last valid spec: a typo must not take a workload down.
-func (s *Source) reject(ctx context.Context, key string, dk *bus.DesiredKey, err error, keptPrevious bool) {
+func (s *Source) reject(ctx context.Context, key string, dk *wire.DesiredKey, err error, keptPrevious bool) {
 	s.rejected[key] = true
 	msg := err.Error()
 	if keptPrevious {
@@ -52,10 +51,10 @@ func (s *Source) reject(ctx context.Context, key string, dk *bus.DesiredKey, err
 }
 
 // stubPod names the pod a rejected key was meant to be.
-func (s *Source) stubPod(key string, dk *bus.DesiredKey) *v1.Pod {
+func (s *Source) stubPod(key string, dk *wire.DesiredKey) *v1.Pod {
 	pod := &v1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: bus.EncodeName(key)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: wire.EncodeName(key)},
 	}
 	if dk != nil {
 		pod.Namespace, pod.Name = dk.Namespace, dk.Name
@@ -71,11 +70,11 @@ func (s *Source) writeStatus(ctx context.Context, pod *v1.Pod) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, statusWriteTimeout)
 	defer cancel()
-	key := bus.StatusKey(s.cfg.NodeName, pod.Namespace, pod.Name)
+	key := wire.StatusKey(s.cfg.NodeName, pod.Namespace, pod.Name)
 	if _, err := s.status.Put(ctx, key, data); err != nil {
 		return fmt.Errorf("put status %q: %w", key, err)
 	}
-	subject := bus.StatusSubject(s.cfg.NodeName, pod.Namespace, pod.Name)
+	subject := wire.StatusSubject(s.cfg.NodeName, pod.Namespace, pod.Name)
 	if err := s.cfg.Conn.NC.Publish(subject, data); err != nil {
 		return fmt.Errorf("publish status on %q: %w", subject, err)
 	}
@@ -89,7 +88,7 @@ func (s *Source) clearRejected(ctx context.Context, key string) {
 		return
 	}
 	delete(s.rejected, key)
-	if dk, err := bus.ParseDesiredKey(key); err == nil {
+	if dk, err := wire.ParseDesiredKey(key); err == nil {
 		s.clearFailedStatus(ctx, dk)
 	}
 }
@@ -98,10 +97,10 @@ func (s *Source) clearRejected(ctx context.Context, key string) {
 // FailedValidation one (also one left by an earlier run of the agent). The
 // delete is conditional on the revision read, so a status the status
 // manager wrote in between is kept.
-func (s *Source) clearFailedStatus(ctx context.Context, dk bus.DesiredKey) {
+func (s *Source) clearFailedStatus(ctx context.Context, dk wire.DesiredKey) {
 	ctx, cancel := context.WithTimeout(ctx, statusWriteTimeout)
 	defer cancel()
-	key := bus.StatusKey(s.cfg.NodeName, dk.Namespace, dk.Name)
+	key := wire.StatusKey(s.cfg.NodeName, dk.Namespace, dk.Name)
 	e, err := s.status.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return

@@ -2,11 +2,11 @@ package remote
 
 import (
 	"context"
+	"github.com/actorlet/actorlet/messages/wire"
 	"time"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/publish"
 )
 
 // pruneTimeout bounds the status clean-up after the first snapshot.
@@ -24,11 +24,11 @@ func (s *Source) pruneStatuses(ctx context.Context) {
 	defer cancel()
 	keep := map[string]bool{}
 	for _, pod := range s.delivered {
-		keep[bus.StatusKey(s.cfg.NodeName, pod.Namespace, pod.Name)] = true
+		keep[wire.StatusKey(s.cfg.NodeName, pod.Namespace, pod.Name)] = true
 	}
 	for key := range s.rejected {
-		if dk, err := bus.ParseDesiredKey(key); err == nil {
-			keep[bus.StatusKey(s.cfg.NodeName, dk.Namespace, dk.Name)] = true
+		if dk, err := wire.ParseDesiredKey(key); err == nil {
+			keep[wire.StatusKey(s.cfg.NodeName, dk.Namespace, dk.Name)] = true
 		}
 	}
 	publish.PruneStale(ctx, s.status, s.cfg.NodeName, messages.SourceRemote, keep)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"sort"
 	"sync"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 // Re-watch back-off after a failed or lost watch.
@@ -32,8 +32,8 @@ var (
 // Source delivers the desired pods of one node from the bus.
 type Source struct {
 	cfg    Config
-	kv     jetstream.KeyValue // bus.DesiredBucket
-	status jetstream.KeyValue // bus.StatusBucket
+	kv     jetstream.KeyValue // wire.DesiredBucket
+	status jetstream.KeyValue // wire.StatusBucket
 
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -55,13 +55,13 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	kv, err := cfg.Conn.JS.KeyValue(ctx, bus.DesiredBucket)
+	kv, err := cfg.Conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", bus.DesiredBucket, err)
+		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", wire.DesiredBucket, err)
 	}
-	status, err := cfg.Conn.JS.KeyValue(ctx, bus.StatusBucket)
+	status, err := cfg.Conn.JS.KeyValue(ctx, wire.StatusBucket)
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", bus.StatusBucket, err)
+		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", wire.StatusBucket, err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	s := &Source{
@@ -130,10 +130,10 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	filters := []string{bus.DesiredNodeWatch(s.cfg.NodeName), bus.DesiredFleetWatch}
+	filters := []string{wire.DesiredNodeWatch(s.cfg.NodeName), wire.DesiredFleetWatch}
 	w, err := s.kv.WatchFiltered(wctx, filters)
 	if err != nil {
-		return false, fmt.Errorf("watch %s %v: %w", bus.DesiredBucket, filters, err)
+		return false, fmt.Errorf("watch %s %v: %w", wire.DesiredBucket, filters, err)
 	}
 	defer func() {
 		_ = w.Stop()
@@ -148,7 +148,7 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	for initDone := false; !initDone; {
 		select {
 		case <-timeout:
-			return false, fmt.Errorf("initial values of %s not received within %s", bus.DesiredBucket, initialTimeout)
+			return false, fmt.Errorf("initial values of %s not received within %s", wire.DesiredBucket, initialTimeout)
 		case e, ok := <-w.Updates():
 			if !ok {
 				return false, errWatchClosed

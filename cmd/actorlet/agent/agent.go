@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,16 +22,16 @@ import (
 	"github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/status"
 	"github.com/actorlet/actorlet/actors/supervisor"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/events"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/commands"
-	"github.com/actorlet/actorlet/sources/events"
 	"github.com/actorlet/actorlet/sources/file"
 	"github.com/actorlet/actorlet/sources/mux"
-	"github.com/actorlet/actorlet/sources/publish"
 	"github.com/actorlet/actorlet/sources/remote"
 )
 
@@ -292,14 +293,14 @@ func (a *Agent) replayOnSupervisorRestart() {
 func (a *Agent) pruneStaticStatuses(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	kv, err := a.conn.JS.KeyValue(ctx, bus.StatusBucket)
+	kv, err := a.conn.JS.KeyValue(ctx, wire.StatusBucket)
 	if err != nil {
-		klog.ErrorS(err, "Cannot prune static pod statuses", "bucket", bus.StatusBucket)
+		klog.ErrorS(err, "Cannot prune static pod statuses", "bucket", wire.StatusBucket)
 		return
 	}
 	keep := map[string]bool{}
 	for _, p := range a.mux.Pods(messages.SourceFile) {
-		keep[bus.StatusKey(a.cfg.NodeName, p.Namespace, p.Name)] = true
+		keep[wire.StatusKey(a.cfg.NodeName, p.Namespace, p.Name)] = true
 	}
 	publish.PruneStale(ctx, kv, a.cfg.NodeName, messages.SourceFile, keep)
 }

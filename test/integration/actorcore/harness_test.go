@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,12 +21,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
-	"github.com/actorlet/actorlet/sources/commands"
 )
 
 // markerEnv is set in every container an env runs, to a value unique to the
@@ -48,7 +48,7 @@ type env struct {
 	conn    *bus.Conn // the operator's connection
 	desired jetstream.KeyValue
 	status  jetstream.KeyValue
-	cmd     *commands.Client
+	cmd     *wire.Client
 
 	rt     *procruntime.Runtime
 	rtRoot string
@@ -91,9 +91,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.bg = bg
 	e.srv = bustest.StartServer(t, bustest.ServerOptions{})
 	e.conn = bustest.ConnectWithProtocol(t, e.srv)
-	e.desired = e.bucket(bus.DesiredBucket)
-	e.status = e.bucket(bus.StatusBucket)
-	e.cmd = &commands.Client{NC: e.conn.NC, Timeout: 20 * time.Second}
+	e.desired = e.bucket(wire.DesiredBucket)
+	e.status = e.bucket(wire.StatusBucket)
+	e.cmd = &wire.Client{NC: e.conn.NC, Timeout: 20 * time.Second}
 
 	t.Cleanup(e.checkNoProcessLeft)
 	e.startRuntime()
@@ -238,8 +238,8 @@ func execProbe(script string, initialDelay int32) *v1.Probe {
 	}
 }
 
-func (e *env) desiredKey(name string) string { return bus.DesiredNodeKey(e.node, namespace, name) }
-func (e *env) statusKey(name string) string  { return bus.StatusKey(e.node, namespace, name) }
+func (e *env) desiredKey(name string) string { return wire.DesiredNodeKey(e.node, namespace, name) }
+func (e *env) statusKey(name string) string  { return wire.StatusKey(e.node, namespace, name) }
 
 // apply writes pod to the node's desired bucket, as actorletctl apply does.
 func (e *env) apply(pod *v1.Pod) {
@@ -394,8 +394,8 @@ func brief(p *v1.Pod) string {
 func (e *env) events(name string) ([]v1.Event, error) {
 	ctx, cancel := e.call()
 	defer cancel()
-	cons, err := e.conn.JS.OrderedConsumer(ctx, bus.EventsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.EventSubject(e.node, namespace, name)},
+	cons, err := e.conn.JS.OrderedConsumer(ctx, wire.EventsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{wire.EventSubject(e.node, namespace, name)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consume events of %s: %w", name, err)

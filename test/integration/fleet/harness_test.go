@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,10 +22,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
 )
 
 // waitFor is how long a test waits for an outcome that normally takes a
@@ -303,7 +304,7 @@ func containerID(t *testing.T, p *v1.Pod, name string) string {
 // desired is the desired-pods bucket, for raw writes and checks.
 func (f *fleet) desired(t *testing.T) jetstream.KeyValue {
 	t.Helper()
-	kv, err := f.conn.JS.KeyValue(context.Background(), bus.DesiredBucket)
+	kv, err := f.conn.JS.KeyValue(context.Background(), wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,8 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 )
 
 // A static pod whose manifest was removed while the agent was stopped does
@@ -45,7 +45,7 @@ func TestStaticPodRemovedWhileAgentStoppedIsNotListed(t *testing.T) {
 		t.Cleanup(a.Stop)
 		return a
 	}
-	status, err := conn.JS.KeyValue(context.Background(), bus.StatusBucket)
+	status, err := conn.JS.KeyValue(context.Background(), wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestStaticPodRemovedWhileAgentStoppedIsNotListed(t *testing.T) {
 	}
 	start()
 	testutil.Eventually(t, 15*time.Second, func() error {
-		_, err := status.Get(context.Background(), bus.StatusKey("st1", "default", "web-st1"))
+		_, err := status.Get(context.Background(), wire.StatusKey("st1", "default", "web-st1"))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil
 		}

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 	"time"
 
@@ -10,9 +11,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
 )
 
 // noEvents is a runtime without a container event stream (containerd 1.6):
@@ -42,11 +42,11 @@ func TestNewPodReportedRunningWithoutWaitingForRelist(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Stop)
-	kv, err := conn.JS.KeyValue(ctx, bus.DesiredBucket)
+	kv, err := conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	statusKV, err := conn.JS.KeyValue(ctx, bus.StatusBucket)
+	statusKV, err := conn.JS.KeyValue(ctx, wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,10 +23,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
 )
 
 func TestMain(m *testing.M) {
@@ -63,11 +63,11 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 	}
 	t.Cleanup(a.Stop)
 
-	kv, err := conn.JS.KeyValue(ctx, bus.DesiredBucket)
+	kv, err := conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, err := conn.JS.KeyValue(ctx, bus.StatusBucket)
+	status, err := conn.JS.KeyValue(ctx, wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 
 	// The restarted loop knows the pod from before: removing it from the bus
 	// stops it (a loop that lost it would leave it running, unknown).
-	if err := kv.Delete(ctx, bus.DesiredNodeKey("r1", "default", "before")); err != nil {
+	if err := kv.Delete(ctx, wire.DesiredNodeKey("r1", "default", "before")); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 15*time.Second, func() error {
@@ -159,7 +159,7 @@ func apply(t *testing.T, kv jetstream.KeyValue, node string, pod *v1.Pod) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(context.Background(), bus.DesiredNodeKey(node, pod.Namespace, pod.Name), data); err != nil {
+	if _, err := kv.Put(context.Background(), wire.DesiredNodeKey(node, pod.Namespace, pod.Name), data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,7 +173,7 @@ func waitRunningWithin(t *testing.T, kv jetstream.KeyValue, node, name string, w
 	t.Helper()
 	var pod v1.Pod
 	testutil.Eventually(t, within, func() error {
-		e, err := kv.Get(context.Background(), bus.StatusKey(node, "default", name))
+		e, err := kv.Get(context.Background(), wire.StatusKey(node, "default", name))
 		if err != nil {
 			return err
 		}
