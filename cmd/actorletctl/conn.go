@@ -6,12 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // DefaultServer is the NATS URL used without --server or ACTORLET_NATS_URL.
@@ -62,33 +63,18 @@ func (c *cli) connect(ctx context.Context) (*conn, error) {
 		return c.conn, nil
 	}
 	g := &c.g
-	switch {
-	case g.token != "" && g.user != "":
-		return nil, errors.New("--token and --user are mutually exclusive")
-	case (g.tlsCert == "") != (g.tlsKey == ""):
-		return nil, errors.New("--tls-cert and --tls-key must be given together")
-	case g.timeout <= 0:
+	auth := wire.ClientAuth{User: g.user, Password: g.password, Token: g.token, CredsFile: g.creds,
+		TLSCA: g.tlsCA, TLSCert: g.tlsCert, TLSKey: g.tlsKey}
+	if err := auth.Validate(); err != nil {
+		return nil, fmt.Errorf("bus flags (--user, --password, --token, --tls-cert, --tls-key): %w", err)
+	}
+	if g.timeout <= 0 {
 		return nil, errors.New("--timeout must be positive")
 	}
-	opts := []nats.Option{nats.Name("actorletctl"), nats.Timeout(g.timeout), nats.NoReconnect()}
-	if g.user != "" {
-		opts = append(opts, nats.UserInfo(g.user, g.password))
-	}
-	if g.token != "" {
-		opts = append(opts, nats.Token(g.token))
-	}
-	if g.creds != "" {
-		opts = append(opts, nats.UserCredentials(g.creds))
-	}
-	if g.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(g.tlsCA))
-	}
-	if g.tlsCert != "" {
-		opts = append(opts, nats.ClientCert(g.tlsCert, g.tlsKey))
-	}
+	opts := append([]nats.Option{nats.Name("actorletctl"), nats.Timeout(g.timeout), nats.NoReconnect()}, auth.NATSOptions()...)
 	nc, err := nats.Connect(g.server, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", g.server, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", wire.RedactURLs(g.server), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -4,18 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 func (c *cli) get(ctx context.Context, args []string) error {
@@ -252,7 +252,7 @@ func (c *cli) getNodes(ctx context.Context, output string) error {
 	fmt.Fprintln(tw, h)
 	for _, n := range nodes {
 		status := "NotReady"
-		if ok, _ := publish.NodeReady(n, now, publish.HeartbeatPeriod(n, publish.DefaultHeartbeatPeriod)); ok {
+		if ok, _ := wire.NodeReady(n, now, wire.HeartbeatPeriod(n, wire.DefaultHeartbeatPeriod)); ok {
 			status = "Ready"
 		}
 		if n.Spec.Unschedulable {

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // get nodes judges a node by the heartbeat period it publishes: a node
@@ -16,7 +16,7 @@ import (
 func TestGetNodesJudgesByTheNodesOwnPeriod(t *testing.T) {
 	e := newEnv(t)
 	quick := node("quick", now.Add(-10*time.Second), v1.ConditionTrue)
-	quick.Annotations = map[string]string{publish.HeartbeatPeriodAnnotation: "1s"}
+	quick.Annotations = map[string]string{wire.HeartbeatPeriodAnnotation: "1s"}
 	e.put(wire.NodesBucket, "quick", quick)
 	slow := node("slow", now.Add(-10*time.Second), v1.ConditionTrue)
 	e.put(wire.NodesBucket, "slow", slow)

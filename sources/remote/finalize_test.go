@@ -2,7 +2,6 @@ package remote
 
 import (
 	"errors"
-	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {

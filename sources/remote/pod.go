@@ -3,12 +3,12 @@ package remote
 import (
 	"crypto/sha1"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/sources/validation"
 )
 

@@ -2,11 +2,11 @@ package remote
 
 import (
 	"context"
-	"github.com/actorlet/actorlet/messages/wire"
 	"time"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // pruneTimeout bounds the status clean-up after the first snapshot.

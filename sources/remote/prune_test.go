@@ -3,9 +3,9 @@ package remote
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"

@@ -2,11 +2,11 @@ package remote
 
 import (
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"

@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"github.com/actorlet/actorlet/messages/wire"
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // transition applies one entry to the per-key state and returns the update

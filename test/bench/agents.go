@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/asynkron/protoactor-go/actor"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // benchNamespace is the namespace of every pod the harness creates; with the

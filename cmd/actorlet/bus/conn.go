@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // drainTimeout bounds Close's drain of pending messages.
@@ -77,10 +77,10 @@ func Connect(ctx context.Context, opts Options) (_ *Conn, err error) {
 				r.nc.Close()
 			}
 		}()
-		return nil, fmt.Errorf("connect to NATS at %s: %w", redact(c.url), ctx.Err())
+		return nil, fmt.Errorf("connect to NATS at %s: %w", wire.RedactURLs(c.url), ctx.Err())
 	}
 	if res.err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", redact(c.url), res.err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", wire.RedactURLs(c.url), res.err)
 	}
 	c.NC = res.nc
 	c.JS, err = jetstream.New(c.NC)
@@ -117,21 +117,7 @@ func (c *Conn) natsOptions(o Options) []nats.Option {
 			klog.ErrorS(err, "NATS asynchronous error", "subject", subject)
 		}),
 	}
-	switch {
-	case o.User != "":
-		nopts = append(nopts, nats.UserInfo(o.User, o.Password))
-	case o.Token != "":
-		nopts = append(nopts, nats.Token(o.Token))
-	}
-	if o.CredsFile != "" {
-		nopts = append(nopts, nats.UserCredentials(o.CredsFile))
-	}
-	if o.TLSCA != "" {
-		nopts = append(nopts, nats.RootCAs(o.TLSCA))
-	}
-	if o.TLSCert != "" {
-		nopts = append(nopts, nats.ClientCert(o.TLSCert, o.TLSKey))
-	}
+	nopts = append(nopts, o.auth().NATSOptions()...)
 	return nopts
 }
 
@@ -202,15 +188,4 @@ func (c *Conn) Close() {
 			klog.InfoS("Stopped embedded NATS server")
 		}
 	})
-}
-
-// redact hides passwords and tokens written into server URLs.
-func redact(urls string) string {
-	parts := strings.Split(urls, ",")
-	for i, p := range parts {
-		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			parts[i] = u.Redacted()
-		}
-	}
-	return strings.Join(parts, ",")
 }

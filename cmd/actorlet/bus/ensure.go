@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"reflect"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Settings of the protocol's buckets and stream. Replicas start at 1; a

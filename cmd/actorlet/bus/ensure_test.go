@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"errors"
-	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 var errNotYet = errors.New("not yet")

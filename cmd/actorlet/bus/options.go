@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Defaults of Options.
@@ -57,14 +59,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Name == "" {
 		o.Name = DefaultName
 	}
-	if o.Token != "" && (o.User != "" || o.Password != "") {
-		return o, errors.New("bus options: token and user/password are mutually exclusive")
-	}
-	if o.Password != "" && o.User == "" {
-		return o, errors.New("bus options: password given without user")
-	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return o, errors.New("bus options: tlsCert and tlsKey must be given together")
+	if err := o.auth().Validate(); err != nil {
+		return o, fmt.Errorf("bus options: %w", err)
 	}
 	if o.URL != "" {
 		return o, nil
@@ -85,4 +81,10 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("bus options: credsFile and TLS apply to an external server (set url)")
 	}
 	return o, nil
+}
+
+// auth is the part of o every bus client shares with actorletctl.
+func (o Options) auth() wire.ClientAuth {
+	return wire.ClientAuth{User: o.User, Password: o.Password, Token: o.Token, CredsFile: o.CredsFile,
+		TLSCA: o.TLSCA, TLSCert: o.TLSCert, TLSKey: o.TLSKey}
 }

@@ -3,13 +3,14 @@ package actorcore
 import (
 	"context"
 	"encoding/json"
-	"github.com/actorlet/actorlet/messages/wire"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // statusUpdate is one change of a status entry as a watcher saw it.

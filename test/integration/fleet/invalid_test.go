@@ -3,13 +3,14 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // testInvalidPayloads: raw writes to the desired bucket, as `nats kv put`

@@ -2,12 +2,13 @@ package fleet
 
 import (
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // testRemoteLifecycle: apply --wait runs a pod; a changed env replaces its

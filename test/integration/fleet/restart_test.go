@@ -3,12 +3,13 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // testNodeOffline: a pod written for a node no agent runs yet starts when

@@ -2,7 +2,6 @@ package recovery
 
 import (
 	"context"
-	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // noEvents is a runtime without a container event stream (containerd 1.6):

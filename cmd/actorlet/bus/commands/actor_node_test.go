@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"github.com/actorlet/actorlet/messages/wire"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // fakeRuntime answers ContainerStatus with a log path under LogRoot and

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // runNATS starts an in-process nats-server on a random port and returns a

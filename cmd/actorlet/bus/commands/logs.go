@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"io"
 	"os"
 	"time"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // CRI log format (kubelet's pkg/kubelet/kuberuntime/logs): every line is

@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 var errClientGone = errors.New("log client went away")

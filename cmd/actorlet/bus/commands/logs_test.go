@@ -3,7 +3,6 @@ package commands
 import (
 	"bytes"
 	"context"
-	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"

@@ -2,10 +2,11 @@ package commands
 
 import (
 	"context"
-	"github.com/actorlet/actorlet/messages/wire"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Node is what the command service needs from the agent. Errors wrapping

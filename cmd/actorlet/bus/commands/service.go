@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/seconds"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Defaults of ServiceOptions.

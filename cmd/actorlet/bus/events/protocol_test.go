@@ -2,10 +2,10 @@ package events
 
 import (
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"

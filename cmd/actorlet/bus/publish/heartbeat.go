@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sync"
 	"time"
@@ -16,12 +15,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Heartbeat defaults.
 const (
-	DefaultHeartbeatPeriod = 10 * time.Second
-	DefaultMaxPods         = 110
+	DefaultMaxPods = 110
 )
 
 // HeartbeatConfig configures a Heartbeat.
@@ -83,7 +82,7 @@ func StartHeartbeat(ctx context.Context, cfg HeartbeatConfig) (*Heartbeat, error
 		return nil, fmt.Errorf("heartbeat: MaxPods %d must not be negative", cfg.MaxPods)
 	}
 	if cfg.Period == 0 {
-		cfg.Period = DefaultHeartbeatPeriod
+		cfg.Period = wire.DefaultHeartbeatPeriod
 	}
 	if cfg.MaxPods == 0 {
 		cfg.MaxPods = DefaultMaxPods

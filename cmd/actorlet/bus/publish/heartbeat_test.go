@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/actorlet/actorlet/messages/wire"
 	"runtime"
 	"strings"
 	"sync"
@@ -13,10 +12,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // conditions is a switchable NodeConditions provider.
@@ -111,14 +110,14 @@ func TestHeartbeatRegistersAndRefreshesNode(t *testing.T) {
 			t.Errorf("condition %s = %+v, want True at %v", ct, c, start)
 		}
 	}
-	if ok, why := NodeReady(n, start.Add(time.Second), DefaultHeartbeatPeriod); !ok {
+	if ok, why := wire.NodeReady(n, start.Add(time.Second), wire.DefaultHeartbeatPeriod); !ok {
 		t.Errorf("fresh node not ready: %s", why)
 	}
 
 	// The runtime goes away: the next beat reports it with a transition.
 	conds.set(messages.NodeConditions{RuntimeReady: false, RuntimeMessage: "containerd is down", PLEGHealthy: true}, nil)
-	fc.Step(DefaultHeartbeatPeriod)
-	beat2 := start.Add(DefaultHeartbeatPeriod)
+	fc.Step(wire.DefaultHeartbeatPeriod)
+	beat2 := start.Add(wire.DefaultHeartbeatPeriod)
 	eventually(t, 5*time.Second, "second beat", func() bool {
 		n = readNode(t, kv, "Edge.1")
 		return condition(n, v1.NodeReady).LastHeartbeatTime.Time.Equal(beat2)
@@ -133,7 +132,7 @@ func TestHeartbeatRegistersAndRefreshesNode(t *testing.T) {
 	if pleg.Status != v1.ConditionTrue || !pleg.LastTransitionTime.Time.Equal(start) {
 		t.Errorf("PLEGHealthy kept True must keep its transition time: %+v", pleg)
 	}
-	if ok, why := NodeReady(n, beat2, DefaultHeartbeatPeriod); ok || !strings.Contains(why, "containerd is down") {
+	if ok, why := wire.NodeReady(n, beat2, wire.DefaultHeartbeatPeriod); ok || !strings.Contains(why, "containerd is down") {
 		t.Errorf("NodeReady = %v, %q", ok, why)
 	}
 
@@ -153,7 +152,7 @@ func TestHeartbeatRegistersAndRefreshesNode(t *testing.T) {
 
 	// After Stop the entry goes stale for readers.
 	h.Stop()
-	if ok, why := NodeReady(n, beat2.Add(45*time.Second), DefaultHeartbeatPeriod); ok || why != "heartbeat stale for 45s" {
+	if ok, why := wire.NodeReady(n, beat2.Add(45*time.Second), wire.DefaultHeartbeatPeriod); ok || why != "heartbeat stale for 45s" {
 		t.Errorf("stale node: %v, %q", ok, why)
 	}
 	if !n.CreationTimestamp.Time.Equal(start) {
@@ -188,41 +187,8 @@ func TestHeartbeatRetriesUntilBucketExists(t *testing.T) {
 	t.Cleanup(h.Stop)
 	eventually(t, 5*time.Second, "first beat to fail", func() bool { _, err := h.Last(); return err != nil })
 	kv := createBucket(t, js, wire.NodesBucket)
-	fc.Step(DefaultHeartbeatPeriod)
+	fc.Step(wire.DefaultHeartbeatPeriod)
 	eventually(t, 5*time.Second, "node registered on the next beat", func() bool { return readNode(t, kv, "n1") != nil })
-}
-
-func TestNodeReady(t *testing.T) {
-	now := time.Date(2025, 1, 1, 0, 1, 0, 0, time.UTC)
-	node := func(status v1.ConditionStatus, age time.Duration, msg string) *v1.Node {
-		return &v1.Node{Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{
-			Type: v1.NodeReady, Status: status, Message: msg, Reason: "R",
-			LastHeartbeatTime: metav1.NewTime(now.Add(-age)),
-		}}}}
-	}
-	tests := []struct {
-		name    string
-		node    *v1.Node
-		ready   bool
-		message string
-	}{
-		{"fresh and ready", node(v1.ConditionTrue, 5*time.Second, ""), true, ""},
-		{"exactly 4 periods old", node(v1.ConditionTrue, 40*time.Second, ""), true, ""},
-		{"stale", node(v1.ConditionTrue, 45*time.Second, ""), false, "heartbeat stale for 45s"},
-		{"stale beats not ready", node(v1.ConditionFalse, 2*time.Minute, "down"), false, "heartbeat stale for 2m0s"},
-		{"fresh but not ready", node(v1.ConditionFalse, time.Second, "runtime down"), false, "runtime down"},
-		{"unknown without message", node(v1.ConditionUnknown, time.Second, ""), false, "Ready is Unknown (R)"},
-		{"no Ready condition", &v1.Node{}, false, "no Ready condition"},
-		{"nil node", nil, false, "no node"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ready, msg := NodeReady(tt.node, now, 10*time.Second)
-			if ready != tt.ready || msg != tt.message {
-				t.Errorf("NodeReady = %v, %q; want %v, %q", ready, msg, tt.ready, tt.message)
-			}
-		})
-	}
 }
 
 func TestStartHeartbeatErrors(t *testing.T) {

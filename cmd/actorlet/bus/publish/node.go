@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Node condition types actorlet reports besides Ready.
@@ -22,57 +23,6 @@ const (
 	NodeRuntimeReady v1.NodeConditionType = "RuntimeReady"
 	NodePLEGHealthy  v1.NodeConditionType = "PLEGHealthy"
 )
-
-// StaleFactor is how many heartbeat periods may pass before a node counts
-// as NotReady.
-const StaleFactor = 4
-
-// HeartbeatPeriodAnnotation carries the node's heartbeat period (a Go
-// duration), so readers judge staleness by the node's own pace.
-const HeartbeatPeriodAnnotation = "actorlet.io/heartbeat-period"
-
-// HeartbeatPeriod is the period a node says it beats at, or def when it
-// does not say (or says something unreadable).
-func HeartbeatPeriod(node *v1.Node, def time.Duration) time.Duration {
-	if node == nil {
-		return def
-	}
-	d, err := time.ParseDuration(node.Annotations[HeartbeatPeriodAnnotation])
-	if err != nil || d <= 0 {
-		return def
-	}
-	return d
-}
-
-// NodeReady judges a node read from the nodes bucket at now, given the
-// heartbeat period (see HeartbeatPeriod): it is ready only if its Ready condition is True and was
-// refreshed within StaleFactor periods. The string says why not.
-func NodeReady(node *v1.Node, now time.Time, period time.Duration) (bool, string) {
-	if node == nil {
-		return false, "no node"
-	}
-	var ready *v1.NodeCondition
-	for i := range node.Status.Conditions {
-		if node.Status.Conditions[i].Type == v1.NodeReady {
-			ready = &node.Status.Conditions[i]
-		}
-	}
-	if ready == nil {
-		return false, "no Ready condition"
-	}
-	// Timestamps on the bus have whole seconds: a beat may look up to a
-	// second older than it is, which must not flap a fast-beating node.
-	if age := now.Sub(ready.LastHeartbeatTime.Time); age > StaleFactor*period+time.Second {
-		return false, fmt.Sprintf("heartbeat stale for %s", age.Round(time.Second))
-	}
-	if ready.Status != v1.ConditionTrue {
-		if ready.Message != "" {
-			return false, ready.Message
-		}
-		return false, fmt.Sprintf("Ready is %s (%s)", ready.Status, ready.Reason)
-	}
-	return true, ""
-}
 
 // nodeFacts is what a node reports that does not change while it runs.
 type nodeFacts struct {
@@ -90,7 +40,7 @@ func buildNode(f nodeFacts, conds messages.NodeConditions, condErr error, now ti
 	n := &v1.Node{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: copyMap(f.labels),
-			Annotations: map[string]string{HeartbeatPeriodAnnotation: f.period.String()}},
+			Annotations: map[string]string{wire.HeartbeatPeriodAnnotation: f.period.String()}},
 		Status: v1.NodeStatus{
 			Capacity:    f.capacity.DeepCopy(),
 			Allocatable: f.capacity.DeepCopy(),

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // A node publishes its heartbeat period, so readers judge staleness by the
@@ -17,13 +18,13 @@ func TestHeartbeatPeriodIsPublished(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	node := buildNode(nodeFacts{name: "n1", period: 500 * time.Millisecond},
 		messages.NodeConditions{RuntimeReady: true, PLEGHealthy: true}, nil, now, nil)
-	if got := HeartbeatPeriod(node, DefaultHeartbeatPeriod); got != 500*time.Millisecond {
+	if got := wire.HeartbeatPeriod(node, wire.DefaultHeartbeatPeriod); got != 500*time.Millisecond {
 		t.Fatalf("HeartbeatPeriod = %v, want 500ms", got)
 	}
-	if ok, _ := NodeReady(node, now.Add(time.Second), HeartbeatPeriod(node, DefaultHeartbeatPeriod)); !ok {
+	if ok, _ := wire.NodeReady(node, now.Add(time.Second), wire.HeartbeatPeriod(node, wire.DefaultHeartbeatPeriod)); !ok {
 		t.Errorf("node is not ready 1s after its beat")
 	}
-	if ok, why := NodeReady(node, now.Add(4*time.Second), HeartbeatPeriod(node, DefaultHeartbeatPeriod)); ok || why == "" {
+	if ok, why := wire.NodeReady(node, now.Add(4*time.Second), wire.HeartbeatPeriod(node, wire.DefaultHeartbeatPeriod)); ok || why == "" {
 		t.Errorf("node beating every 500ms is still ready 4s after its last beat (%q)", why)
 	}
 
@@ -32,19 +33,19 @@ func TestHeartbeatPeriodIsPublished(t *testing.T) {
 		annotations map[string]string
 		want        time.Duration
 	}{
-		{"none", nil, DefaultHeartbeatPeriod},
-		{"unreadable", map[string]string{HeartbeatPeriodAnnotation: "soon"}, DefaultHeartbeatPeriod},
-		{"not positive", map[string]string{HeartbeatPeriodAnnotation: "0s"}, DefaultHeartbeatPeriod},
-		{"given", map[string]string{HeartbeatPeriodAnnotation: "2s"}, 2 * time.Second},
+		{"none", nil, wire.DefaultHeartbeatPeriod},
+		{"unreadable", map[string]string{wire.HeartbeatPeriodAnnotation: "soon"}, wire.DefaultHeartbeatPeriod},
+		{"not positive", map[string]string{wire.HeartbeatPeriodAnnotation: "0s"}, wire.DefaultHeartbeatPeriod},
+		{"given", map[string]string{wire.HeartbeatPeriodAnnotation: "2s"}, 2 * time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: tt.annotations}}
-			if got := HeartbeatPeriod(n, DefaultHeartbeatPeriod); got != tt.want {
+			if got := wire.HeartbeatPeriod(n, wire.DefaultHeartbeatPeriod); got != tt.want {
 				t.Errorf("HeartbeatPeriod = %v, want %v", got, tt.want)
 			}
 		})
 	}
-	if got := HeartbeatPeriod(nil, time.Minute); got != time.Minute {
+	if got := wire.HeartbeatPeriod(nil, time.Minute); got != time.Minute {
 		t.Errorf("HeartbeatPeriod(nil) = %v, want the default", got)
 	}
 }
@@ -63,11 +64,11 @@ func TestNodeReadyAllowsForWholeSecondTimestamps(t *testing.T) {
 	if err := json.Unmarshal(data, &read); err != nil {
 		t.Fatal(err)
 	}
-	period := HeartbeatPeriod(&read, DefaultHeartbeatPeriod)
-	if ok, why := NodeReady(&read, beat.Add(100*time.Millisecond), period); !ok {
+	period := wire.HeartbeatPeriod(&read, wire.DefaultHeartbeatPeriod)
+	if ok, why := wire.NodeReady(&read, beat.Add(100*time.Millisecond), period); !ok {
 		t.Errorf("node read back 100ms after its beat is not ready: %s", why)
 	}
-	if ok, _ := NodeReady(&read, beat.Add(3*time.Second), period); ok {
+	if ok, _ := wire.NodeReady(&read, beat.Add(3*time.Second), period); ok {
 		t.Errorf("node is still ready 3s after its last beat with a 200ms period")
 	}
 }
