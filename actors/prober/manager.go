@@ -54,15 +54,9 @@ func (m *manager) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *messages.PodStatusComputed:
 		m.podStatus(ctx, msg)
-	case messages.PodStatusComputed:
-		m.podStatus(ctx, &msg)
 	case *messages.PodForgotten:
 		m.forget(ctx, msg.UID)
-	case messages.PodForgotten:
-		m.forget(ctx, msg.UID)
 	case *messages.ListProbes:
-		ctx.Respond(m.list(msg.UID))
-	case messages.ListProbes:
 		ctx.Respond(m.list(msg.UID))
 	case *workerReport:
 		m.workerReport(ctx, msg)

@@ -105,9 +105,17 @@ func (h *harness) describe(uid types.UID) *messages.PodWorkerDescription {
 	return h.ask(&messages.DescribePodWorker{UID: uid}).(*messages.PodWorkerDescription)
 }
 
-func (h *harness) lifecycle(uid types.UID) *messages.PodLifecycle {
+// counted reports whether the node still counts the pod: as a running pod
+// or in the capacity it reports (GetNodeConditions).
+func (h *harness) counted(uid types.UID) (bool, *messages.NodeConditions) {
 	h.t.Helper()
-	return h.ask(&messages.GetPodLifecycle{UID: uid}).(*messages.PodLifecycle)
+	nc := h.ask(&messages.GetNodeConditions{}).(*messages.NodeConditions)
+	for _, p := range nc.Pods {
+		if p.UID == uid {
+			return true, nc
+		}
+	}
+	return nc.RunningPods > 0, nc
 }
 
 // settle waits until the supervisor processed everything sent so far.

@@ -83,7 +83,6 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 // handles.
 func (s *supervisor) housekeepingDone(ctx actor.Context, m *housekeepingDone) {
 	s.housekeeping = false
-	s.housekept = true
 	for _, err := range m.errs {
 		klog.ErrorS(err, "Housekeeping failed")
 	}

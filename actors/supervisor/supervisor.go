@@ -36,7 +36,6 @@ type supervisor struct {
 	static  staticPods
 
 	sourcesReady   bool
-	housekept      bool               // a housekeeping pass completed
 	housekeeping   bool               // a housekeeping pass is in flight
 	cancel         context.CancelFunc // cancels the housekeeping pass in flight
 	life           context.Context    // ends when the loop stops
@@ -140,8 +139,6 @@ func (s *supervisor) Receive(ctx actor.Context) {
 
 	case *messages.DescribePodWorker:
 		s.describe(ctx, m)
-	case *messages.GetPodLifecycle:
-		ctx.Respond(s.lifecycle(m.UID))
 	case *messages.GetNodeConditions:
 		ctx.Respond(s.nodeConditions())
 	case *messages.RelistHealthChanged:
@@ -265,7 +262,8 @@ func (s *supervisor) terminatePod(ctx actor.Context, m *messages.TerminatePod) {
 	u := w.last
 	u.UpdateType = messages.SyncPodKill
 	u.StartTime = s.cfg.Clock.Now()
-	u.KillOptions = &messages.KillOptions{Evict: m.Evict, GracePeriodSecondsOverride: m.GracePeriodSeconds, Reason: m.Reason, Message: m.Message}
+	opts := m.Options
+	u.KillOptions = &opts
 	if d := s.pods[m.UID]; d != nil {
 		u.Pod = d.pod
 	}

@@ -20,8 +20,6 @@ type worker struct {
 	generation int
 	last       messages.SyncPod // what rebuilds the worker after a restart
 	killed     bool             // a kill was dispatched
-	evicted    bool
-	deleted    bool
 
 	state            messages.PodWorkType
 	finished         bool
@@ -71,16 +69,10 @@ func (s *supervisor) dispatch(ctx actor.Context, uid types.UID, u messages.SyncP
 }
 
 // remember records what the worker was last asked, for replay after a
-// restart, and the facts the lifecycle queries need.
+// restart; once killed, it stays a kill.
 func (s *supervisor) remember(w *worker, u messages.SyncPod) {
 	if u.UpdateType == messages.SyncPodKill {
 		w.killed = true
-		if u.KillOptions != nil && u.KillOptions.Evict {
-			w.evicted = true
-		}
-	}
-	if u.Pod != nil && u.Pod.DeletionTimestamp != nil {
-		w.deleted = true
 	}
 	if w.killed && u.UpdateType != messages.SyncPodKill {
 		u.UpdateType, u.KillOptions = messages.SyncPodKill, w.last.KillOptions
@@ -105,7 +97,7 @@ func (s *supervisor) spawnWorker(ctx actor.Context, uid types.UID, generation in
 	}
 	w := &worker{uid: uid, pid: pid, generation: generation}
 	if old := s.workers[uid]; old != nil {
-		w.restarts, w.lastErr, w.last, w.killed, w.evicted, w.deleted = old.restarts, old.lastErr, old.last, old.killed, old.evicted, old.deleted
+		w.restarts, w.lastErr, w.last, w.killed = old.restarts, old.lastErr, old.last, old.killed
 	}
 	s.workers[uid] = w
 	s.byPID[pid.Id] = uid
@@ -322,26 +314,6 @@ func (s *supervisor) describeFromRecord(uid types.UID) *messages.PodWorkerDescri
 		d.NextSyncTime = w.failedAt.Add(s.cfg.WorkerRespawnDelay)
 	}
 	return d
-}
-
-// lifecycle answers the pod worker queries; before the first housekeeping
-// pass unknown pods are answered conservatively.
-func (s *supervisor) lifecycle(uid types.UID) *messages.PodLifecycle {
-	l := &messages.PodLifecycle{UID: uid}
-	w := s.workers[uid]
-	if w == nil {
-		l.CouldHaveRunningContainers = !s.housekept
-		l.MayRemoveRuntime = s.housekept
-		l.MayRemoveContent = s.housekept
-		return l
-	}
-	l.Known = true
-	terminated := w.state == messages.TerminatedWork || w.finished
-	l.CouldHaveRunningContainers = !terminated
-	l.ShouldContainersBeTerminating = w.state != messages.SyncWork || w.killed
-	l.MayRemoveRuntime = terminated
-	l.MayRemoveContent = w.evicted || (w.deleted && terminated)
-	return l
 }
 
 // currentUsage is what the active pods use of the node, rebuilt when stale.

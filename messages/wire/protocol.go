@@ -1,11 +1,3 @@
-// Package bus is actorlet's NATS layer: the connection (embedded server or
-// an external cluster) and the protocol every node and operator shares.
-// docs/protocol.md is the user-facing description of what is defined here.
-//
-// Names in keys and subjects: NATS uses '.' as the token separator and
-// Kubernetes names (DNS-1123 subdomains) may contain dots but never '_'.
-// EncodeName maps '.' to '_', which is reversible for every valid name and
-// keeps keys readable.
 package wire
 
 import (

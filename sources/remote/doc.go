@@ -1,5 +1,5 @@
 // Package remote is the durable pod source: desired pods an operator writes
-// into the JetStream KV bucket bus.DesiredBucket, watched under this node's
+// into the JetStream KV bucket wire.DesiredBucket, watched under this node's
 // keys (node.<node>.>) and the fleet keys (fleet.>).
 //
 // The watch loop:

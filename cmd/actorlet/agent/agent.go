@@ -393,10 +393,7 @@ func (a *Agent) nodeConditions(ctx context.Context) (messages.NodeConditions, er
 	if err != nil {
 		return messages.NodeConditions{}, fmt.Errorf("ask the supervisor for node conditions: %w", err)
 	}
-	switch c := res.(type) {
-	case messages.NodeConditions:
-		return c, nil
-	case *messages.NodeConditions:
+	if c, ok := res.(*messages.NodeConditions); ok && c != nil {
 		return *c, nil
 	}
 	return messages.NodeConditions{}, fmt.Errorf("unexpected reply %T to GetNodeConditions", res)

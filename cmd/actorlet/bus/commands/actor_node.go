@@ -73,13 +73,8 @@ func (n *ActorNode) ListPods(ctx context.Context) ([]*v1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	list, ok := res.(messages.PodStatusList)
-	if !ok {
-		if p, okp := res.(*messages.PodStatusList); okp && p != nil {
-			list, ok = *p, true
-		}
-	}
-	if !ok {
+	list, ok := res.(*messages.PodStatusList)
+	if !ok || list == nil {
 		return nil, fmt.Errorf("status actor answered %T, want PodStatusList", res)
 	}
 	pods := make([]*v1.Pod, 0, len(list.Pods))
@@ -116,27 +111,21 @@ func (n *ActorNode) DescribePod(ctx context.Context, namespace, name string) (*w
 	if err != nil {
 		return nil, err
 	}
-	switch w := res.(type) {
-	case messages.PodWorkerDescription:
-		d.Worker = w
-	case *messages.PodWorkerDescription:
-		d.Worker = *w
-	default:
+	w, ok := res.(*messages.PodWorkerDescription)
+	if !ok || w == nil {
 		return nil, fmt.Errorf("supervisor answered %T, want PodWorkerDescription", res)
 	}
+	d.Worker = *w
 	if n.Prober != nil {
 		res, err := n.ask(ctx, n.Prober, &messages.ListProbes{UID: p.UID})
 		if err != nil {
 			return nil, err
 		}
-		switch ps := res.(type) {
-		case messages.ProbeStates:
-			d.Probes = ps.Probes
-		case *messages.ProbeStates:
-			d.Probes = ps.Probes
-		default:
+		ps, ok := res.(*messages.ProbeStates)
+		if !ok || ps == nil {
 			return nil, fmt.Errorf("prober answered %T, want ProbeStates", res)
 		}
+		d.Probes = ps.Probes
 	}
 	if n.BackOffs != nil {
 		d.BackOffs = n.BackOffs(p.UID)
@@ -271,12 +260,11 @@ func (n *ActorNode) Evict(ctx context.Context, namespace, name string, gracePeri
 	if err != nil {
 		return err
 	}
-	n.Root.Send(n.Supervisor, &messages.TerminatePod{
-		UID:                p.UID,
-		GracePeriodSeconds: gracePeriodSeconds,
-		Evict:              true,
-		Reason:             reason,
-		Message:            fmt.Sprintf("The pod was evicted by an operator: %s", reason),
-	})
+	n.Root.Send(n.Supervisor, &messages.TerminatePod{UID: p.UID, Options: messages.KillOptions{
+		GracePeriodSecondsOverride: gracePeriodSeconds,
+		Evict:                      true,
+		Reason:                     reason,
+		Message:                    fmt.Sprintf("The pod was evicted by an operator: %s", reason),
+	}})
 	return nil
 }

@@ -52,7 +52,7 @@ func testActors(t *testing.T, pods ...*v1.Pod) (*ActorNode, chan any) {
 	told := make(chan any, 10)
 	status := root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		if _, ok := ctx.Message().(*messages.ListPodStatuses); ok {
-			var l messages.PodStatusList
+			l := &messages.PodStatusList{}
 			for _, p := range pods {
 				l.Pods = append(l.Pods, messages.PodStatusChanged{Pod: p.DeepCopy()})
 			}
@@ -161,7 +161,7 @@ func TestActorNodeCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := *(<-told).(*messages.TerminatePod)
-	if m.UID != "u1" || !m.Evict || m.Reason != "NodePressure" || *m.GracePeriodSeconds != 3 {
+	if m.UID != "u1" || !m.Options.Evict || m.Options.Reason != "NodePressure" || *m.Options.GracePeriodSecondsOverride != 3 {
 		t.Fatalf("supervisor got %#v", m)
 	}
 }
@@ -191,7 +191,7 @@ func TestActorNodeBehindService(t *testing.T) {
 	if _, err := c.Evict(context.Background(), "n1", "default", "web", nil, ""); err != nil {
 		t.Fatal(err)
 	}
-	if m := *(<-told).(*messages.TerminatePod); m.Reason != "Evicted" || m.GracePeriodSeconds != nil {
+	if m := *(<-told).(*messages.TerminatePod); m.Options.Reason != "Evicted" || m.Options.GracePeriodSecondsOverride != nil {
 		t.Fatalf("supervisor got %#v", m)
 	}
 }

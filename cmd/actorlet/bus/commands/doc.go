@@ -1,7 +1,8 @@
 // Package commands is the operator's request/reply door into one node: a
-// nats micro service (bus.CommandServiceName, metadata node=<name>) with one
-// endpoint per verb on bus.CommandSubject(node, verb), and the typed Client
-// actorletctl uses to call it.
+// nats micro service (wire.CommandServiceName, metadata node=<name>) with one
+// endpoint per verb on wire.CommandSubject(node, verb). The requests,
+// replies, errors and the typed Client actorletctl calls it with are in
+// messages/wire.
 //
 // The service is bound to the small Node interface. ActorNode implements it
 // on top of the agent's actors (status, supervisor, prober) and the CRI

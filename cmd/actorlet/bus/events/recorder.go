@@ -1,5 +1,5 @@
 // Package events records Kubernetes-style events (v1.Event) about pods and
-// the node and publishes them on the bus, on subjects bus.EventSubject,
+// the node and publishes them on the bus, on subjects wire.EventSubject,
 // which the ACTORLET_EVENTS stream keeps.
 //
 // Eventf never blocks its caller: events go through a bounded queue to one
