@@ -16,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -96,9 +97,14 @@ func testContext(t *testing.T) context.Context {
 func (e *env) start(t *testing.T, node string, labels map[string]string) (*Source, *collector) {
 	t.Helper()
 	c := &collector{invalid: map[string]error{}}
+	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: e.conn.JS, NodeName: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(statuses.Stop)
 	s, err := Start(e.ctx, Config{
 		Conn: e.conn, NodeName: node, NodeLabels: labels,
-		Out: c.out, Recorder: c, OnInvalid: c.onInvalid,
+		Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid,
 	})
 	if err != nil {
 		t.Fatalf("Start: %v", err)

@@ -31,9 +31,8 @@ var (
 
 // Source delivers the desired pods of one node from the bus.
 type Source struct {
-	cfg    Config
-	kv     jetstream.KeyValue // wire.DesiredBucket
-	status jetstream.KeyValue // wire.StatusBucket
+	cfg Config
+	kv  jetstream.KeyValue // wire.DesiredBucket
 
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -59,15 +58,10 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", wire.DesiredBucket, err)
 	}
-	status, err := cfg.Conn.JS.KeyValue(ctx, wire.StatusBucket)
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", wire.StatusBucket, err)
-	}
 	runCtx, cancel := context.WithCancel(ctx)
 	s := &Source{
 		cfg:       cfg,
 		kv:        kv,
-		status:    status,
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		resync:    make(chan struct{}, 1),

@@ -29,7 +29,6 @@ import (
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/sources/file"
 	"github.com/actorlet/actorlet/sources/mux"
 	"github.com/actorlet/actorlet/sources/remote"
@@ -48,6 +47,7 @@ type Agent struct {
 	manager    *kuberuntime.Manager
 	conn       *bus.Conn
 	recorder   *events.Recorder
+	statuses   *publish.StatusPublisher // owns the node's status entries
 	system     *actor.ActorSystem
 	supervisor *actor.PID
 	remote     *remote.Source
@@ -226,7 +226,8 @@ func (a *Agent) startActors() error {
 		return fmt.Errorf("start the status publisher: %w", err)
 	}
 	a.onShutdown(publisher.Stop)
-	sink := &agentSink{next: publisher, metrics: a.metrics, finalize: a.finalize}
+	a.statuses = publisher
+	sink := &agentSink{next: publisher, metrics: a.metrics}
 
 	plegCfg := pleg.Config{Runtime: a.manager, CRI: a.runtime, Cache: cache, RelistPeriod: cfg.RelistPeriod, Observer: a.metrics.observeRelist}
 	if err := plegCfg.Validate(); err != nil {
@@ -286,25 +287,6 @@ func (a *Agent) replayOnSupervisorRestart() {
 	a.onShutdown(func() { a.system.EventStream.Unsubscribe(sub) })
 }
 
-// pruneStaticStatuses deletes the status entries of static pods whose
-// manifests went away while the agent was stopped: no source will ever
-// mention them again, so nothing else would remove them. (The remote
-// source prunes its own pods' entries.)
-func (a *Agent) pruneStaticStatuses(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	kv, err := a.conn.JS.KeyValue(ctx, wire.StatusBucket)
-	if err != nil {
-		klog.ErrorS(err, "Cannot prune static pod statuses", "bucket", wire.StatusBucket)
-		return
-	}
-	keep := map[string]bool{}
-	for _, p := range a.mux.Pods(messages.SourceFile) {
-		keep[wire.StatusKey(a.cfg.NodeName, p.Namespace, p.Name)] = true
-	}
-	publish.PruneStale(ctx, kv, a.cfg.NodeName, messages.SourceFile, keep)
-}
-
 // child is the PID of one of the supervisor's named children.
 func (a *Agent) child(name string) *actor.PID {
 	return actor.NewPID(a.system.Address(), a.supervisor.Id+"/"+name)
@@ -321,7 +303,7 @@ func (a *Agent) startSources(ctx context.Context) error {
 	m.OnReady(func(r messages.SourcesReady) {
 		root.Send(a.supervisor, &r)
 		if cfg.PodManifestPath != "" {
-			go a.pruneStaticStatuses(ctx)
+			go a.statuses.PruneStale(ctx, messages.SourceFile, publish.Refs(m.Pods(messages.SourceFile)))
 		}
 	})
 	a.mux = m
@@ -341,13 +323,14 @@ func (a *Agent) startSources(ctx context.Context) error {
 		a.onShutdown(src.Stop)
 	}
 	src, err := remote.Start(ctx, remote.Config{
-		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), Out: remoteOut, Recorder: a.recorder,
+		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
 		OnInvalid: func(key string, err error) { a.metrics.invalidUpdates.Inc() },
 	})
 	if err != nil {
 		return fmt.Errorf("start the remote pod source: %w", err)
 	}
 	a.remote = src
+	a.statuses.FinalizeWith(src.Finalize)
 	a.onShutdown(src.Stop)
 	return nil
 }
@@ -397,21 +380,6 @@ func (a *Agent) nodeConditions(ctx context.Context) (messages.NodeConditions, er
 		return *c, nil
 	}
 	return messages.NodeConditions{}, fmt.Errorf("unexpected reply %T to GetNodeConditions", res)
-}
-
-// finalize removes the desired entry of a gracefully deleted remote pod once
-// it has terminated, as the API server does once the kubelet reports it.
-func (a *Agent) finalize(pod *v1.Pod) {
-	if a.remote == nil || pod.Annotations[messages.ConfigSourceAnnotation] != messages.SourceRemote {
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.remote.Finalize(ctx, pod); err != nil {
-			klog.ErrorS(err, "Failed to finalize deleted pod", "pod", klog.KObj(pod))
-		}
-	}()
 }
 
 func (a *Agent) nodeLabels() map[string]string {
@@ -474,36 +442,19 @@ func firstHostIP() string {
 	return "127.0.0.1"
 }
 
-// agentSink sits between the status actor and the publisher: it feeds the
-// pod start metric and finalizes gracefully deleted pods once terminated.
+// agentSink sits between the status actor and the publisher to feed the
+// pod start metric.
 type agentSink struct {
-	next     status.Sink
-	metrics  *agentMetrics
-	finalize func(*v1.Pod)
+	next    status.Sink
+	metrics *agentMetrics
 }
 
 func (s *agentSink) PodStatusChanged(c messages.PodStatusChanged) {
 	s.next.PodStatusChanged(c)
 	s.metrics.observeStatus(c.Pod)
-	if c.Pod.DeletionTimestamp != nil && terminated(c.Pod) {
-		s.finalize(c.Pod)
-	}
 }
 
 func (s *agentSink) PodStatusRemoved(pod *v1.Pod) {
 	s.next.PodStatusRemoved(pod)
 	s.metrics.forget(pod.UID)
-}
-
-// terminated reports whether no container of pod is running or about to.
-func terminated(pod *v1.Pod) bool {
-	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-		return true
-	}
-	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
-		if cs.State.Terminated == nil {
-			return false
-		}
-	}
-	return len(pod.Status.ContainerStatuses) > 0
 }

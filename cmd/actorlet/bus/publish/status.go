@@ -1,6 +1,8 @@
 // Package publish puts what the node knows on the bus: pod statuses
-// (StatusPublisher, the status actor's sink) and the node's registration
-// and heartbeat (Heartbeat), with NodeReady for readers judging freshness.
+// (StatusPublisher, the status actor's sink and the one owner of the node's
+// status entries: writes, prunes of stale entries, finalization of deleted
+// pods) and the node's registration and heartbeat (Heartbeat); readers judge
+// freshness with wire.NodeReady.
 package publish
 
 import (
@@ -49,8 +51,9 @@ type StatusConfig struct {
 	Clock clock.Clock
 }
 
-// StatusPublisher writes pod statuses to the status bucket and subject.
-// Its sink methods never block: changes are queued per pod, the latest
+// StatusPublisher owns this node's pod status entries (see entries.go): it
+// writes pod statuses to the status bucket and subject. Its sink methods
+// never block: changes are queued per pod, the latest
 // wins, and one goroutine writes them, retrying while NATS is unreachable.
 type StatusPublisher struct {
 	js    jetstream.JetStream
@@ -66,6 +69,9 @@ type StatusPublisher struct {
 	// published is the UID last written under each key (writer only), so
 	// removing an old pod instance never deletes its successor's status.
 	published map[string]types.UID
+
+	finalizeMu sync.Mutex
+	finalize   func(context.Context, *v1.Pod) error // see FinalizeWith
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -123,6 +129,7 @@ func (p *StatusPublisher) PodStatusChanged(m messages.PodStatusChanged) {
 		key: wire.StatusKey(p.node, pod.Namespace, pod.Name), subject: wire.StatusSubject(p.node, pod.Namespace, pod.Name),
 		uid: pod.UID, data: data,
 	})
+	p.maybeFinalize(m.Pod)
 }
 
 // PodStatusRemoved queues the deletion of the pod's status.
