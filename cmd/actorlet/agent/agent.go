@@ -303,7 +303,8 @@ func (a *Agent) startSources(ctx context.Context) error {
 	m.OnReady(func(r messages.SourcesReady) {
 		root.Send(a.supervisor, &r)
 		if cfg.PodManifestPath != "" {
-			go a.statuses.PruneStale(ctx, messages.SourceFile, publish.Refs(m.Pods(messages.SourceFile)))
+			// Not m.Pods here: the mux calls OnReady holding its lock.
+			go func() { a.statuses.PruneStale(ctx, messages.SourceFile, publish.Refs(m.Pods(messages.SourceFile))) }()
 		}
 	})
 	a.mux = m
