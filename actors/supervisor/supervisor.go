@@ -47,9 +47,9 @@ type supervisor struct {
 	plegMessage    string
 
 	pleg, prober, status *actor.PID
-	lostChildren         map[string]func() *actor.Props // core children to respawn
-	invalid              error                          // Validate's verdict
-	stopping             bool                           // the loop itself is stopping
+	lostChildren         map[string]bool // fixed children to respawn, by name
+	invalid              error           // Validate's verdict
+	stopping             bool            // the loop itself is stopping
 }
 
 // internal ticks.
@@ -68,7 +68,7 @@ func Props(cfg Config) *actor.Props {
 			cfg: cfg, node: node{labels: cfg.NodeLabels, allocatable: cfg.Allocatable, maxPods: cfg.MaxPods},
 			pods: map[types.UID]*desiredPod{}, workers: map[types.UID]*worker{}, byPID: map[string]types.UID{},
 			static: newStaticPods(), plegHealthy: true, runtimeMessage: "runtime status not reported yet",
-			lostChildren: map[string]func() *actor.Props{}, cancel: func() {}, life: context.Background(), endLife: func() {},
+			lostChildren: map[string]bool{}, cancel: func() {}, life: context.Background(), endLife: func() {},
 			invalid: invalid,
 		}
 	}, actor.WithSupervisor(newRestartStrategy(cfg)))
@@ -128,12 +128,12 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		// Status is published only for pods a source still wants: the final
 		// status of a removed pod (or one from a worker already purged)
 		// would bring the pod back into view after its removal.
-		if w := s.workers[m.Pod.UID]; w != nil && !w.stopping && s.pods[m.Pod.UID] != nil {
+		if w := s.workers[m.Pod.UID]; w != nil && w.actor != actorPurging && s.pods[m.Pod.UID] != nil {
 			s.tell(ctx, m, s.status, s.prober)
 		}
 	case *messages.GetDesiredPod:
 		if w := s.workers[m.UID]; w != nil {
-			w.restarting = false // it asks once restarted
+			w.restarted() // it asks once restarted
 		}
 		ctx.Respond(s.desiredFor(m.UID))
 
@@ -167,9 +167,7 @@ func (s *supervisor) start(ctx actor.Context) {
 		return
 	}
 	s.life, s.endLife = context.WithCancel(context.Background())
-	s.pleg = s.spawnChild(ctx, "pleg", s.cfg.Children.PLEG)
-	s.prober = s.spawnChild(ctx, "prober", s.cfg.Children.Prober)
-	s.status = s.spawnChild(ctx, "status", s.cfg.Children.Status)
+	s.spawnCoreChildren(ctx)
 	s.stopTicks = make(chan struct{})
 	go tick(s.cfg, ctx.ActorSystem().Root, ctx.Self(), s.stopTicks)
 }
@@ -190,20 +188,6 @@ func tick(cfg Config, root *actor.RootContext, self *actor.PID, stop <-chan stru
 			return
 		}
 	}
-}
-
-// spawnChild spawns a core child when its props are given.
-func (s *supervisor) spawnChild(ctx actor.Context, name string, props func() *actor.Props) *actor.PID {
-	if props == nil {
-		return nil
-	}
-	pid, err := ctx.SpawnNamed(props().Configure(s.cfg.PropsOptions...), name)
-	if err != nil {
-		klog.ErrorS(err, "Failed to spawn child actor, retrying at housekeeping", "actor", name)
-		s.lostChildren[name] = props
-		return nil
-	}
-	return pid
 }
 
 // tell sends m to every non-nil pid.
@@ -275,7 +259,7 @@ func (s *supervisor) nodeConditions() *messages.NodeConditions {
 	nc := &messages.NodeConditions{RuntimeReady: s.runtimeReady, RuntimeMessage: s.runtimeMessage,
 		PLEGHealthy: s.plegHealthy, PLEGMessage: s.plegMessage, Pods: s.activePods()}
 	for _, w := range s.workers {
-		if w.state != messages.TerminatedWork && !w.finished && !w.failed {
+		if !w.workDone() && w.actor != actorFailed {
 			nc.RunningPods++
 		}
 	}

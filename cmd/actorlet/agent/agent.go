@@ -49,7 +49,7 @@ type Agent struct {
 	recorder   *events.Recorder
 	statuses   *publish.StatusPublisher // owns the node's status entries
 	system     *actor.ActorSystem
-	supervisor *actor.PID
+	actors     supervisor.Handles // the sync loop and its fixed children
 	remote     *remote.Source
 	mux        *mux.Mux
 	metrics    *agentMetrics
@@ -107,7 +107,7 @@ func (a *Agent) BusURL() string { return a.conn.ClientURL() }
 func (a *Agent) ActorSystem() *actor.ActorSystem { return a.system }
 
 // Supervisor is the PID of the sync loop.
-func (a *Agent) Supervisor() *actor.PID { return a.supervisor }
+func (a *Agent) Supervisor() *actor.PID { return a.actors.Supervisor }
 
 // MetricsGatherer is the agent's Prometheus registry.
 func (a *Agent) MetricsGatherer() prometheus.Gatherer { return a.metrics.reg }
@@ -254,11 +254,12 @@ func (a *Agent) startActors() error {
 		return err
 	}
 	a.system = supervisor.NewActorSystem()
-	pid, err := a.system.Root.SpawnNamed(supervisor.Props(supCfg).Configure(supCfg.PropsOptions...), "supervisor")
+	handles, err := supervisor.Spawn(a.system.Root, supCfg)
 	if err != nil {
-		return fmt.Errorf("spawn the supervisor: %w", err)
+		return err
 	}
-	a.supervisor = pid
+	a.actors = handles
+	pid := handles.Supervisor
 	a.onShutdown(func() {
 		if err := a.system.Root.StopFuture(pid).Wait(); err != nil {
 			klog.ErrorS(err, "Supervisor did not stop in time")
@@ -275,21 +276,16 @@ func (a *Agent) startActors() error {
 func (a *Agent) replayOnSupervisorRestart() {
 	sub := a.system.EventStream.Subscribe(func(evt interface{}) {
 		e, ok := evt.(*actor.SupervisorEvent)
-		if !ok || e.Directive != actor.RestartDirective || !e.Child.Equal(a.supervisor) {
+		if !ok || e.Directive != actor.RestartDirective || !e.Child.Equal(a.actors.Supervisor) {
 			return
 		}
 		klog.ErrorS(fmt.Errorf("%v", e.Reason), "Sync loop failed and is restarted; replaying the desired pods")
 		ready, ok := a.mux.Replay()
 		if ok {
-			a.system.Root.Send(a.supervisor, &ready)
+			a.system.Root.Send(a.actors.Supervisor, &ready)
 		}
 	})
 	a.onShutdown(func() { a.system.EventStream.Unsubscribe(sub) })
-}
-
-// child is the PID of one of the supervisor's named children.
-func (a *Agent) child(name string) *actor.PID {
-	return actor.NewPID(a.system.Address(), a.supervisor.Id+"/"+name)
 }
 
 func (a *Agent) startSources(ctx context.Context) error {
@@ -297,11 +293,11 @@ func (a *Agent) startSources(ctx context.Context) error {
 	root := a.system.Root
 	m := mux.New(func(u messages.PodUpdate) {
 		a.metrics.observeUpdate(u)
-		root.Send(a.supervisor, &u)
+		root.Send(a.actors.Supervisor, &u)
 	})
 	m.SetRecorder(a.recorder)
 	m.OnReady(func(r messages.SourcesReady) {
-		root.Send(a.supervisor, &r)
+		root.Send(a.actors.Supervisor, &r)
 		if cfg.PodManifestPath != "" {
 			// Not m.Pods here: the mux calls OnReady holding its lock.
 			go func() { a.statuses.PruneStale(ctx, messages.SourceFile, publish.Refs(m.Pods(messages.SourceFile))) }()
@@ -348,7 +344,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 	}
 	a.onShutdown(hb.Stop)
 	node := &commands.ActorNode{
-		Root: a.system.Root, Supervisor: a.supervisor, Status: a.child("status"), Prober: a.child("prober"),
+		Root: a.system.Root, Supervisor: a.actors.Supervisor, Status: a.actors.Status, Prober: a.actors.Prober,
 		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
 	}
 	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{NodeName: cfg.NodeName, Version: Version})
@@ -373,7 +369,7 @@ func (a *Agent) nodeConditions(ctx context.Context) (messages.NodeConditions, er
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
-	res, err := a.system.Root.RequestFuture(a.supervisor, &messages.GetNodeConditions{}, timeout).Result()
+	res, err := a.system.Root.RequestFuture(a.actors.Supervisor, &messages.GetNodeConditions{}, timeout).Result()
 	if err != nil {
 		return messages.NodeConditions{}, fmt.Errorf("ask the supervisor for node conditions: %w", err)
 	}
