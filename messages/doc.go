@@ -2,8 +2,9 @@
 // Facts are named in the past tense, commands in the imperative, requests
 // Get/List/Describe with their reply named after what it carries. No type
 // here has behaviour beyond String(), and nothing here depends on the
-// runtime (cri) or on actors. The bus protocol between nodes and operators
-// is the subpackage wire.
+// runtime (cri) or on actors. Subpackages: wire, the bus protocol between
+// nodes and operators; podrules, the pod rules every component applies
+// alike.
 //
 // Convention: messages travel between actors as pointers (&messages.SyncPod{…})
 // and receivers match pointer types only; a sender must not modify a message

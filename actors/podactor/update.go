@@ -7,6 +7,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // update handles a SyncPod in any live state: it records the desired pod,
@@ -34,7 +35,7 @@ func (a *podActor) update(ctx actor.Context, u *messages.SyncPod) {
 	if a.workType == messages.TerminatedWork {
 		return
 	}
-	if first && u.Pod != nil && u.UpdateType != messages.SyncPodKill && isTerminalPhase(u.Pod.Status.Phase) && a.runtimeIdle() {
+	if first && u.Pod != nil && u.UpdateType != messages.SyncPodKill && podrules.IsTerminal(u.Pod.Status.Phase) && a.runtimeIdle() {
 		// Terminal on first sight with nothing running: start nothing.
 		klog.V(2).InfoS("Pod is terminal and not running, skipping to terminated", "pod", klog.KObj(u.Pod), "phase", u.Pod.Status.Phase)
 		a.lastPhase = u.Pod.Status.Phase

@@ -30,18 +30,18 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Props returns the props of the status actor. It panics when cfg is
-// invalid (a wiring bug): call Validate first to get the error instead.
-func Props(cfg Config) *actor.Props {
+// Props returns the props of the status actor, or the error naming what
+// is wrong with cfg.
+func Props(cfg Config) (*actor.Props, error) {
 	if err := cfg.Validate(); err != nil {
-		panic(err)
+		return nil, err
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &statusActor{cfg: cfg, pods: make(map[types.UID]*podState)}
-	})
+	}), nil
 }
 
 // podState is what the actor keeps per pod.

@@ -22,7 +22,11 @@ func spawnStatus(t *testing.T) (*actor.RootContext, *actor.PID, *MemorySink, *cl
 	sink := NewMemorySink()
 	clk := clocktesting.NewFakeClock(t0.Time)
 	system := actor.NewActorSystem()
-	pid := system.Root.Spawn(Props(Config{Sink: sink, Clock: clk}))
+	props, err := Props(Config{Sink: sink, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := system.Root.Spawn(props)
 	t.Cleanup(func() {
 		_ = system.Root.StopFuture(pid).Wait()
 		system.Shutdown()

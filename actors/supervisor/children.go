@@ -23,15 +23,15 @@ const (
 // the supervisor keeps its PID.
 type coreChild struct {
 	name  string
-	props func(Children) func() *actor.Props
+	props func(Children) func() (*actor.Props, error)
 	pid   func(*supervisor) **actor.PID
 }
 
 // coreChildren is every fixed child, in spawn order.
 var coreChildren = []coreChild{
-	{ChildPLEG, func(c Children) func() *actor.Props { return c.PLEG }, func(s *supervisor) **actor.PID { return &s.pleg }},
-	{ChildProber, func(c Children) func() *actor.Props { return c.Prober }, func(s *supervisor) **actor.PID { return &s.prober }},
-	{ChildStatus, func(c Children) func() *actor.Props { return c.Status }, func(s *supervisor) **actor.PID { return &s.status }},
+	{ChildPLEG, func(c Children) func() (*actor.Props, error) { return c.PLEG }, func(s *supervisor) **actor.PID { return &s.pleg }},
+	{ChildProber, func(c Children) func() (*actor.Props, error) { return c.Prober }, func(s *supervisor) **actor.PID { return &s.prober }},
+	{ChildStatus, func(c Children) func() (*actor.Props, error) { return c.Status }, func(s *supervisor) **actor.PID { return &s.status }},
 }
 
 // Handles are the PIDs the agent and operators address: the sync loop and
@@ -43,7 +43,11 @@ type Handles struct {
 // Spawn starts the sync loop under root as "supervisor" and gives its
 // handles.
 func Spawn(root *actor.RootContext, cfg Config) (Handles, error) {
-	pid, err := root.SpawnNamed(Props(cfg).Configure(cfg.PropsOptions...), "supervisor")
+	props, err := Props(cfg)
+	if err != nil {
+		return Handles{}, err
+	}
+	pid, err := root.SpawnNamed(props.Configure(cfg.PropsOptions...), "supervisor")
 	if err != nil {
 		return Handles{}, fmt.Errorf("spawn the supervisor: %w", err)
 	}
@@ -63,14 +67,19 @@ func (s *supervisor) spawnCoreChildren(ctx actor.Context) {
 	}
 }
 
-// spawnChild spawns a fixed child when its props are given; on failure it
-// is retried at housekeeping.
+// spawnChild spawns a fixed child when its props are given; if spawning
+// fails it is retried at housekeeping, an invalid config is only logged.
 func (s *supervisor) spawnChild(ctx actor.Context, c coreChild) *actor.PID {
-	props := c.props(s.cfg.Children)
-	if props == nil {
+	newProps := c.props(s.cfg.Children)
+	if newProps == nil {
 		return nil
 	}
-	pid, err := ctx.SpawnNamed(props().Configure(s.cfg.PropsOptions...), c.name)
+	props, err := newProps()
+	if err != nil {
+		klog.ErrorS(err, "Invalid child actor configuration, not spawning it", "actor", c.name)
+		return nil
+	}
+	pid, err := ctx.SpawnNamed(props.Configure(s.cfg.PropsOptions...), c.name)
 	if err != nil {
 		klog.ErrorS(err, "Failed to spawn child actor, retrying at housekeeping", "actor", c.name)
 		s.lostChildren[c.name] = true

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -50,8 +51,8 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 	s.housekeeping = true
 	hctx, cancel := context.WithCancel(s.life)
 	s.cancel = cancel
-	rt, list, self, root := s.cfg.Runtime, s.sourcesReady, ctx.Self(), ctx.ActorSystem().Root
-	go func() {
+	rt, list := s.cfg.Runtime, s.sourcesReady
+	actorutil.Go(actorutil.To(ctx), func() any {
 		defer cancel()
 		res := &housekeepingDone{listed: list}
 		res.errs = cleanupPods(hctx, rt, cleanup)
@@ -64,8 +65,8 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 			res.running = pods
 		}
 		rt.GC()
-		root.Send(self, res)
-	}()
+		return res
+	})
 }
 
 // housekeepingDone kills orphans: runtime pods no source wants and no worker

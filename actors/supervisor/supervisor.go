@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -48,7 +49,6 @@ type supervisor struct {
 
 	pleg, prober, status *actor.PID
 	lostChildren         map[string]bool // fixed children to respawn, by name
-	invalid              error           // Validate's verdict
 	stopping             bool            // the loop itself is stopping
 }
 
@@ -58,10 +58,12 @@ type (
 	housekeepingTick struct{}
 )
 
-// Props returns the props of the sync loop. A config that fails Validate
-// makes the actor log the error and stop at start.
-func Props(cfg Config) *actor.Props {
-	invalid := cfg.Validate()
+// Props returns the props of the sync loop, or the error naming what is
+// wrong with cfg.
+func Props(cfg Config) (*actor.Props, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &supervisor{
@@ -69,9 +71,8 @@ func Props(cfg Config) *actor.Props {
 			pods: map[types.UID]*desiredPod{}, workers: map[types.UID]*worker{}, byPID: map[string]types.UID{},
 			static: newStaticPods(), plegHealthy: true, runtimeMessage: "runtime status not reported yet",
 			lostChildren: map[string]bool{}, cancel: func() {}, life: context.Background(), endLife: func() {},
-			invalid: invalid,
 		}
-	}, actor.WithSupervisor(newRestartStrategy(cfg)))
+	}, actor.WithSupervisor(newRestartStrategy(cfg))), nil
 }
 
 // Receive is the sync loop's select.
@@ -161,33 +162,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 
 // start spawns the core children and the tick loop.
 func (s *supervisor) start(ctx actor.Context) {
-	if s.invalid != nil {
-		klog.ErrorS(s.invalid, "Invalid sync loop configuration, stopping")
-		ctx.Stop(ctx.Self())
-		return
-	}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	s.spawnCoreChildren(ctx)
 	s.stopTicks = make(chan struct{})
-	go tick(s.cfg, ctx.ActorSystem().Root, ctx.Self(), s.stopTicks)
-}
-
-// tick sends the sync and housekeeping ticks until stop is closed.
-func tick(cfg Config, root *actor.RootContext, self *actor.PID, stop <-chan struct{}) {
-	syncT := cfg.Clock.NewTicker(cfg.SyncPeriod)
-	defer syncT.Stop()
-	hkT := cfg.Clock.NewTicker(cfg.HousekeepingPeriod)
-	defer hkT.Stop()
-	for {
-		select {
-		case <-syncT.C():
-			root.Send(self, &syncTick{})
-		case <-hkT.C():
-			root.Send(self, &housekeepingTick{})
-		case <-stop:
-			return
-		}
-	}
+	actorutil.Tick(s.cfg.Clock, s.cfg.SyncPeriod, actorutil.To(ctx), &syncTick{}, s.stopTicks)
+	actorutil.Tick(s.cfg.Clock, s.cfg.HousekeepingPeriod, actorutil.To(ctx), &housekeepingTick{}, s.stopTicks)
 }
 
 // tell sends m to every non-nil pid.
@@ -222,11 +201,10 @@ func (s *supervisor) lifecycleEvent(ctx actor.Context, m *messages.PodLifecycleE
 		}
 	}
 	if m.Type == messages.ContainerDied || m.Type == messages.ContainerStarted {
-		rt, uid, self, root, life := s.cfg.Runtime, m.PodUID, ctx.Self(), ctx.ActorSystem().Root, s.life
-		go func() {
-			err := rt.RemoveDeadContainers(life, uid)
-			root.Send(self, &deadContainersRemoved{uid: uid, err: err})
-		}()
+		rt, uid, life := s.cfg.Runtime, m.PodUID, s.life
+		actorutil.Go(actorutil.To(ctx), func() any {
+			return &deadContainersRemoved{uid: uid, err: rt.RemoveDeadContainers(life, uid)}
+		})
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/status"
@@ -234,6 +235,9 @@ func (a *Agent) startActors() error {
 		return err
 	}
 	statusCfg := status.Config{Sink: sink}
+	if err := statusCfg.Validate(); err != nil {
+		return err
+	}
 	supCfg := supervisor.Config{
 		Runtime:        managerAdapter{a.manager},
 		Cache:          cache,
@@ -244,9 +248,11 @@ func (a *Agent) startActors() error {
 		MaxPods:        cfg.MaxPods,
 		ResyncInterval: cfg.SyncFrequency,
 		Children: supervisor.Children{
-			PLEG:   func() *actor.Props { return pleg.Props(plegCfg) },
-			Prober: func() *actor.Props { return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder}) },
-			Status: func() *actor.Props { return status.Props(statusCfg) },
+			PLEG: func() (*actor.Props, error) { return pleg.Props(plegCfg) },
+			Prober: func() (*actor.Props, error) {
+				return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder})
+			},
+			Status: func() (*actor.Props, error) { return status.Props(statusCfg) },
 		},
 		PropsOptions: append(a.metrics.actorPropsOptions(), actor.WithReceiverMiddleware(cfg.ReceiverMiddleware...)),
 	}
@@ -365,18 +371,16 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 
 // nodeConditions asks the supervisor for the node's health.
 func (a *Agent) nodeConditions(ctx context.Context) (messages.NodeConditions, error) {
-	timeout := 5 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 	}
-	res, err := a.system.Root.RequestFuture(a.actors.Supervisor, &messages.GetNodeConditions{}, timeout).Result()
+	c, err := actorutil.Ask[*messages.NodeConditions](ctx, a.system.Root, a.actors.Supervisor, &messages.GetNodeConditions{})
 	if err != nil {
 		return messages.NodeConditions{}, fmt.Errorf("ask the supervisor for node conditions: %w", err)
 	}
-	if c, ok := res.(*messages.NodeConditions); ok && c != nil {
-		return *c, nil
-	}
-	return messages.NodeConditions{}, fmt.Errorf("unexpected reply %T to GetNodeConditions", res)
+	return *c, nil
 }
 
 func (a *Agent) nodeLabels() map[string]string {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/wire"
@@ -26,7 +27,7 @@ type ContainerRuntime interface {
 }
 
 // DefaultActorTimeout bounds an ask of an actor when ctx has no deadline.
-const DefaultActorTimeout = 10 * time.Second
+const DefaultActorTimeout = actorutil.DefaultAskTimeout
 
 // ActorNode implements Node by asking the agent's actors: the status actor
 // (ListPodStatuses), the supervisor (DescribePodWorker, RestartPod,
@@ -48,34 +49,11 @@ type ActorNode struct {
 
 var _ Node = &ActorNode{}
 
-// ask sends msg to pid and waits for the reply within ctx's deadline.
-func (n *ActorNode) ask(ctx context.Context, pid *actor.PID, msg any) (any, error) {
-	timeout := DefaultActorTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return nil, context.DeadlineExceeded
-		}
-	}
-	res, err := n.Root.RequestFuture(pid, msg, timeout).Result()
-	if errors.Is(err, actor.ErrTimeout) {
-		return nil, fmt.Errorf("ask %s for %T: %w", pid.Id, msg, context.DeadlineExceeded)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ask %s for %T: %w", pid.Id, msg, err)
-	}
-	return res, nil
-}
-
 // ListPods asks the status actor for every pod with its status.
 func (n *ActorNode) ListPods(ctx context.Context) ([]*v1.Pod, error) {
-	res, err := n.ask(ctx, n.Status, &messages.ListPodStatuses{})
+	list, err := actorutil.Ask[*messages.PodStatusList](ctx, n.Root, n.Status, &messages.ListPodStatuses{})
 	if err != nil {
 		return nil, err
-	}
-	list, ok := res.(*messages.PodStatusList)
-	if !ok || list == nil {
-		return nil, fmt.Errorf("status actor answered %T, want PodStatusList", res)
 	}
 	pods := make([]*v1.Pod, 0, len(list.Pods))
 	for _, p := range list.Pods {
@@ -107,23 +85,15 @@ func (n *ActorNode) DescribePod(ctx context.Context, namespace, name string) (*w
 		return nil, err
 	}
 	d := &wire.Description{Pod: p}
-	res, err := n.ask(ctx, n.Supervisor, &messages.DescribePodWorker{UID: p.UID})
+	w, err := actorutil.Ask[*messages.PodWorkerDescription](ctx, n.Root, n.Supervisor, &messages.DescribePodWorker{UID: p.UID})
 	if err != nil {
 		return nil, err
 	}
-	w, ok := res.(*messages.PodWorkerDescription)
-	if !ok || w == nil {
-		return nil, fmt.Errorf("supervisor answered %T, want PodWorkerDescription", res)
-	}
 	d.Worker = *w
 	if n.Prober != nil {
-		res, err := n.ask(ctx, n.Prober, &messages.ListProbes{UID: p.UID})
+		ps, err := actorutil.Ask[*messages.ProbeStates](ctx, n.Root, n.Prober, &messages.ListProbes{UID: p.UID})
 		if err != nil {
 			return nil, err
-		}
-		ps, ok := res.(*messages.ProbeStates)
-		if !ok || ps == nil {
-			return nil, fmt.Errorf("prober answered %T, want ProbeStates", res)
 		}
 		d.Probes = ps.Probes
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
@@ -185,7 +186,7 @@ func (p *StatusPublisher) maybeFinalize(pod *v1.Pod) {
 
 // terminated reports whether no container of pod is running or about to.
 func terminated(pod *v1.Pod) bool {
-	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+	if podrules.IsTerminal(pod.Status.Phase) {
 		return true
 	}
 	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {

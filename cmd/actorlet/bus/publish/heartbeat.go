@@ -15,13 +15,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Heartbeat defaults.
-const (
-	DefaultMaxPods = 110
-)
+const ()
 
 // HeartbeatConfig configures a Heartbeat.
 type HeartbeatConfig struct {
@@ -38,7 +37,7 @@ type HeartbeatConfig struct {
 	RuntimeVersion string
 	// Labels are added to the well-known hostname/os/arch labels.
 	Labels map[string]string
-	// MaxPods is the pods capacity (default 110).
+	// MaxPods is the pods capacity (default podrules.DefaultMaxPods).
 	MaxPods int
 	// Clock paces the beats (default real time).
 	Clock clock.WithTicker
@@ -85,7 +84,7 @@ func StartHeartbeat(ctx context.Context, cfg HeartbeatConfig) (*Heartbeat, error
 		cfg.Period = wire.DefaultHeartbeatPeriod
 	}
 	if cfg.MaxPods == 0 {
-		cfg.MaxPods = DefaultMaxPods
+		cfg.MaxPods = podrules.DefaultMaxPods
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}

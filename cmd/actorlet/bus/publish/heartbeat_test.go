@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
@@ -88,7 +89,7 @@ func TestHeartbeatRegistersAndRefreshesNode(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], want)
 		}
 	}
-	if pods := n.Status.Capacity[v1.ResourcePods]; pods.Value() != DefaultMaxPods {
+	if pods := n.Status.Capacity[v1.ResourcePods]; pods.Value() != podrules.DefaultMaxPods {
 		t.Errorf("pods capacity %v", pods.String())
 	}
 	if cpu := n.Status.Allocatable[v1.ResourceCPU]; cpu.Value() != int64(runtime.NumCPU()) {
