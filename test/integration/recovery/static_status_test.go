@@ -16,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 // A static pod whose manifest was removed while the agent was stopped does
@@ -29,22 +30,9 @@ func TestStaticPodRemovedWhileAgentStoppedIsNotListed(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: app\n    image: local/sleep\n    command: [sleep, \"3600\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := agent.DefaultConfig()
-	cfg.NodeName, cfg.RootDir, cfg.HealthzPort = "st1", t.TempDir(), 0
-	cfg.RelistPeriod = 200 * time.Millisecond
-	cfg.NATS.URL = srv.ClientURL()
-	cfg.Runtime = rt
+	cfg := testenv.AgentConfig(t, "st1", srv.ClientURL(), rt)
 	cfg.PodManifestPath = manifests
-	start := func() *agent.Agent {
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		a, err := agent.Start(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(a.Stop)
-		return a
-	}
+	start := func() *agent.Agent { return testenv.StartAgent(t, cfg) }
 	status, err := conn.JS.KeyValue(context.Background(), wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -49,19 +49,10 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 			next(c, env)
 		}
 	}
-	cfg := agent.DefaultConfig()
-	cfg.NodeName, cfg.RootDir, cfg.HealthzPort = "r1", t.TempDir(), 0
-	cfg.RelistPeriod = 200 * time.Millisecond
-	cfg.NATS.URL = srv.ClientURL()
-	cfg.Runtime = rt
+	cfg := testenv.AgentConfig(t, "r1", srv.ClientURL(), rt)
 	cfg.ReceiverMiddleware = []actor.ReceiverMiddleware{failOnce}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	a, err := agent.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
+	a := testenv.StartAgent(t, cfg)
+	ctx := t.Context()
 
 	kv, err := conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
@@ -122,24 +113,7 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 
 func startRuntime(t *testing.T) *cri.Client {
 	t.Helper()
-	sockDir, err := os.MkdirTemp("", "rec")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
-	prt, err := procruntime.Start(procruntime.Options{RootDir: t.TempDir(), HostIP: "127.0.0.1"}, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prt.Destroy)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := cri.Dial(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	_, c := testenv.Runtime(t, t.TempDir())
 	return c
 }
 
