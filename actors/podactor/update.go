@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/podrules"
 )
@@ -165,8 +166,8 @@ func (a *podActor) launch(ctx actor.Context, kind workKind, fn func(context.Cont
 	id := workIDs.Add(1)
 	wctx, cancel := context.WithCancel(context.Background())
 	a.working, a.workID, a.workKind, a.cancel = true, id, kind, cancel
-	self, root, started := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Clock.Now()
-	go func() {
+	started := a.cfg.Clock.Now()
+	actorutil.Go(actorutil.To(ctx), func() any {
 		defer cancel()
 		var r workDone
 		func() {
@@ -178,6 +179,6 @@ func (a *podActor) launch(ctx actor.Context, kind workKind, fn func(context.Cont
 			r = fn(wctx)
 		}()
 		r.id, r.kind, r.started = id, kind, started
-		root.Send(self, &r)
-	}()
+		return &r
+	})
 }
