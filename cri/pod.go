@@ -5,45 +5,29 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 // This file holds the runtime's view of pods: what the runtime reports,
 // grouped by pod UID (the kubelet's kubecontainer.Pod and PodStatus). They
 // are plain data, safe to send in messages once built.
 
-// ContainerState is a container's state as the runtime reports it.
-type ContainerState string
-
-const (
-	ContainerStateCreated ContainerState = "created"
-	ContainerStateRunning ContainerState = "running"
-	ContainerStateExited  ContainerState = "exited"
-	ContainerStateUnknown ContainerState = "unknown"
+// ContainerState, Container and Pod are the runtime's list view of pods.
+// They travel in messages (an orphan's SyncPod), so they are declared in
+// package messages; these names keep the runtime code reading as before.
+type (
+	ContainerState = messages.ContainerState
+	Container      = messages.RuntimeContainer
+	Pod            = messages.RuntimePod
 )
 
-// Container is one container (or sandbox) of a runtime pod, from a list call.
-type Container struct {
-	ID      string
-	Name    string
-	Image   string
-	ImageID string
-	// Hash is the spec hash the agent recorded in the container's annotations.
-	Hash      uint64
-	State     ContainerState
-	CreatedAt int64 // unix nanoseconds
-}
-
-// Pod is a pod as the runtime has it: sandboxes and containers sharing a pod
-// UID label. Name and Namespace come from the labels, so a pod no source
-// knows (an orphan) can still be named and killed.
-type Pod struct {
-	ID         types.UID
-	Name       string
-	Namespace  string
-	CreatedAt  int64
-	Containers []*Container
-	Sandboxes  []*Container
-}
+const (
+	ContainerStateCreated = messages.ContainerStateCreated
+	ContainerStateRunning = messages.ContainerStateRunning
+	ContainerStateExited  = messages.ContainerStateExited
+	ContainerStateUnknown = messages.ContainerStateUnknown
+)
 
 // ContainerStatus is the detailed status of one container instance.
 type ContainerStatus struct {

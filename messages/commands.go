@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/actorlet/actorlet/cri"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -34,7 +33,8 @@ func (t UpdateType) String() string {
 	return fmt.Sprintf("UpdateType(%d)", int(t))
 }
 
-// KillOptions shape a kill.
+// KillOptions shape a kill: carried by SyncPod (kind Kill) and by an
+// operator's TerminatePod.
 type KillOptions struct {
 	// Evict marks the pod as evicted: it ends Failed with Reason/Message.
 	Evict bool
@@ -51,7 +51,7 @@ type KillOptions struct {
 type SyncPod struct {
 	UpdateType  UpdateType
 	Pod         *v1.Pod
-	RunningPod  *cri.Pod
+	RunningPod  *RuntimePod
 	KillOptions *KillOptions
 	// StartTime is when the update was first seen, for latency metrics; when
 	// updates coalesce the earliest is kept.
@@ -71,11 +71,8 @@ func (s SyncPod) String() string {
 
 // TerminatePod is an operator's kill or evict of one pod.
 type TerminatePod struct {
-	UID                types.UID
-	GracePeriodSeconds *int64
-	Evict              bool
-	Reason             string
-	Message            string
+	UID     types.UID
+	Options KillOptions
 }
 
 // RestartPod is an operator's restart of a pod's containers, or of one

@@ -14,9 +14,10 @@ const (
 	ContainerDied    PodLifecycleEventType = "ContainerDied"
 	ContainerRemoved PodLifecycleEventType = "ContainerRemoved"
 	ContainerChanged PodLifecycleEventType = "ContainerChanged"
-	// PodSync asks for a sync of the pod without a specific container (for
-	// example a sandbox changed state).
-	PodSync PodLifecycleEventType = "PodSync"
+	// SandboxChanged: a sandbox of the pod appeared, changed state or was
+	// removed (no container is named). Like every event it makes the
+	// supervisor sync the pod.
+	SandboxChanged PodLifecycleEventType = "SandboxChanged"
 )
 
 // PodLifecycleEvent is a fact PLEG derived from two relists (or a CRI
@@ -24,7 +25,7 @@ const (
 type PodLifecycleEvent struct {
 	PodUID      types.UID
 	Type        PodLifecycleEventType
-	ContainerID string // CRI container ID; empty for PodSync
+	ContainerID string // CRI container ID; empty for SandboxChanged
 }
 
 func (e PodLifecycleEvent) String() string {

@@ -19,25 +19,3 @@ type DesiredPod struct {
 	Update        SyncPod
 	ActorRestarts int
 }
-
-// GetPodLifecycle asks the supervisor what other components may do with a
-// pod's runtime state; the reply is PodLifecycle. Before the first
-// housekeeping pass unknown pods are answered conservatively.
-type GetPodLifecycle struct {
-	UID types.UID
-}
-
-// PodLifecycle answers GetPodLifecycle (the kubelet's pod worker queries).
-type PodLifecycle struct {
-	UID   types.UID
-	Known bool // a worker exists for the UID
-	// CouldHaveRunningContainers: the pod may still have running containers.
-	CouldHaveRunningContainers bool
-	// ShouldContainersBeTerminating: the pod's containers should be stopping
-	// or stopped.
-	ShouldContainersBeTerminating bool
-	// MayRemoveRuntime: the pod's containers and sandboxes may be removed.
-	MayRemoveRuntime bool
-	// MayRemoveContent: the pod's volumes and directories may be removed.
-	MayRemoveContent bool
-}

@@ -62,9 +62,9 @@ type PodStatusComputed struct {
 	Status v1.PodStatus
 }
 
-// PodStatusRejected records an admission failure: the pod gets phase Failed
+// PodRejected records an admission failure: the pod gets phase Failed
 // with the reason and message and is never run.
-type PodStatusRejected struct {
+type PodRejected struct {
 	Pod     *v1.Pod
 	Reason  string
 	Message string

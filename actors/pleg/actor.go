@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,14 +14,14 @@ import (
 // tick is the relist period elapsing.
 type tick struct{}
 
-// Props returns the props of a PLEG actor. It panics when cfg is invalid
-// (a wiring bug): call Validate first to get the error instead.
-func Props(cfg Config) *actor.Props {
+// Props returns the props of a PLEG actor, or the error naming what is
+// wrong with cfg.
+func Props(cfg Config) (*actor.Props, error) {
 	full, err := cfg.withDefaults()
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return newPLEGActor(full) })
+	return actor.PropsFromProducer(func() actor.Actor { return newPLEGActor(full) }), nil
 }
 
 // Validate reports what is wrong with cfg, naming the field.
@@ -130,18 +131,7 @@ func (p *plegActor) start(ctx actor.Context) {
 	p.done = make(chan struct{})
 	p.lastSuccess = p.cfg.Clock.Now()
 
-	ticker := p.cfg.Clock.NewTicker(p.cfg.RelistPeriod)
-	go func() {
-		defer ticker.Stop()
-		for {
-			select {
-			case <-ticker.C():
-				p.send(tick{})
-			case <-p.done:
-				return
-			}
-		}
-	}()
+	actorutil.Tick(p.cfg.Clock, p.cfg.RelistPeriod, p.send, tick{}, p.done)
 	p.startRelist()
 	p.startRuntimeStatus()
 	p.startStream()
@@ -186,11 +176,11 @@ func (p *plegActor) startRelist() {
 	prev := p.state
 	p.state = relistState{}
 	p.lastRelistStart = p.cfg.Clock.Now()
-	go func() {
+	actorutil.Go(p.send, func() any {
 		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.relistTimeout())
 		defer cancel()
-		p.send(p.relister.relist(ctx, prev))
-	}()
+		return p.relister.relist(ctx, prev)
+	})
 }
 
 func (p *plegActor) onRelistDone(ctx actor.Context, d relistDone) {
@@ -238,11 +228,11 @@ func (p *plegActor) startRuntimeStatus() {
 		return
 	}
 	p.statusRunning = true
-	go func() {
+	actorutil.Go(p.send, func() any {
 		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.relistTimeout())
 		defer cancel()
-		p.send(pollRuntimeStatus(ctx, p.cfg.CRI))
-	}()
+		return pollRuntimeStatus(ctx, p.cfg.CRI)
+	})
 }
 
 // onRuntimeStatus reports the first readiness seen and every change.

@@ -92,7 +92,7 @@ func stateOf(m map[string]containerState, id string) containerState {
 
 // podEvents diffs one pod between the previous relist (old) and this one
 // (cur); either may be nil. Container changes become container events; any
-// sandbox change becomes one PodSync.
+// sandbox change becomes one SandboxChanged.
 func podEvents(uid types.UID, old, cur *cri.Pod) []messages.PodLifecycleEvent {
 	var oldC, curC, oldS, curS map[string]containerState
 	if old != nil {
@@ -108,7 +108,7 @@ func podEvents(uid types.UID, old, cur *cri.Pod) []messages.PodLifecycleEvent {
 	}
 	for _, id := range unionIDs(oldS, curS) {
 		if stateOf(oldS, id) != stateOf(curS, id) {
-			events = append(events, messages.PodLifecycleEvent{PodUID: uid, Type: messages.PodSync})
+			events = append(events, messages.PodLifecycleEvent{PodUID: uid, Type: messages.SandboxChanged})
 			break
 		}
 	}

@@ -40,10 +40,10 @@ func TestPodEvents(t *testing.T) {
 		{"pod vanished", pod("", c("a", exited), c("b", running)), nil, []messages.PodLifecycleEvent{
 			ev(messages.ContainerRemoved, "a"), ev(messages.ContainerDied, "b"), ev(messages.ContainerRemoved, "b")}},
 		{"restart: old exited, new running", pod("", c("a", exited)), pod("", c("a", exited), c("b", running)), []messages.PodLifecycleEvent{ev(messages.ContainerStarted, "b")}},
-		{"sandbox appeared", nil, pod(running), []messages.PodLifecycleEvent{ev(messages.PodSync, "")}},
-		{"sandbox not ready", pod(running, c("a", running)), pod(exited, c("a", running)), []messages.PodLifecycleEvent{ev(messages.PodSync, "")}},
-		{"sandbox and container changed", pod(running, c("a", running)), pod(exited, c("a", exited)), []messages.PodLifecycleEvent{ev(messages.ContainerDied, "a"), ev(messages.PodSync, "")}},
-		{"sandbox removed", pod(exited), pod(""), []messages.PodLifecycleEvent{ev(messages.PodSync, "")}},
+		{"sandbox appeared", nil, pod(running), []messages.PodLifecycleEvent{ev(messages.SandboxChanged, "")}},
+		{"sandbox not ready", pod(running, c("a", running)), pod(exited, c("a", running)), []messages.PodLifecycleEvent{ev(messages.SandboxChanged, "")}},
+		{"sandbox and container changed", pod(running, c("a", running)), pod(exited, c("a", exited)), []messages.PodLifecycleEvent{ev(messages.ContainerDied, "a"), ev(messages.SandboxChanged, "")}},
+		{"sandbox removed", pod(exited), pod(""), []messages.PodLifecycleEvent{ev(messages.SandboxChanged, "")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

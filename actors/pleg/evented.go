@@ -113,7 +113,7 @@ func (p *plegActor) handleContainerEvent(ctx context.Context, ev *runtimeapi.Con
 
 	id := ev.GetContainerId()
 	if id != "" && id == sandbox.GetId() {
-		return []messages.PodLifecycleEvent{{PodUID: uid, Type: messages.PodSync}}
+		return []messages.PodLifecycleEvent{{PodUID: uid, Type: messages.SandboxChanged}}
 	}
 	var t messages.PodLifecycleEventType
 	switch ev.GetContainerEventType() {

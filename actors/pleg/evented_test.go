@@ -207,7 +207,7 @@ func TestEventedPLEG(t *testing.T) {
 		{runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "c1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerDied, ContainerID: "c1"}},
 		{runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, "c1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerRemoved, ContainerID: "c1"}},
 		{runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, "c2", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerChanged, ContainerID: "c2"}},
-		{runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "sb-u1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.PodSync}},
+		{runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "sb-u1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.SandboxChanged}},
 	} {
 		stream.events <- containerEvent("u1", tc.id, tc.typ)
 		eventually(t, wait, tc.want.String(), func() bool { return rec.hasEvent(tc.want) })

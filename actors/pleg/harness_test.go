@@ -239,11 +239,15 @@ func spawnPLEG(t *testing.T, cfg Config) *recorder {
 // spawnRecorder is spawnPLEG with a prepared recorder.
 func spawnRecorder(t *testing.T, cfg Config, rec *recorder) *recorder {
 	t.Helper()
+	props, err := Props(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	system := actor.NewActorSystem()
 	parent := actor.PropsFromFunc(func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
 		case *actor.Started:
-			ctx.Spawn(Props(cfg))
+			ctx.Spawn(props)
 		case *messages.PodLifecycleEvent:
 			rec.mu.Lock()
 			onEvent := rec.onEvent

@@ -102,7 +102,7 @@ func TestRelistSendsEventsAfterCacheUpdate(t *testing.T) {
 	}
 
 	started := messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"}
-	sandbox := messages.PodLifecycleEvent{PodUID: "u1", Type: messages.PodSync}
+	sandbox := messages.PodLifecycleEvent{PodUID: "u1", Type: messages.SandboxChanged}
 	eventually(t, wait, "first relist events", func() bool { return rec.hasEvent(started) && rec.hasEvent(sandbox) })
 	if got := seenAs(started); got != cri.ContainerStateRunning {
 		t.Fatalf("cache held container state %q when ContainerStarted arrived, want running", got)

@@ -9,10 +9,8 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
-
-// defaultGracePeriod is the kubelet's default termination grace period.
-const defaultGracePeriod int64 = 30
 
 // orphanGracePeriod is the grace period of a pod only the runtime knows.
 const orphanGracePeriod int64 = 1
@@ -45,7 +43,7 @@ func coalesce(pending, next *messages.SyncPod) *messages.SyncPod {
 // spec's, the deletion's and the override, at least minGracePeriod. An
 // orphan (pod nil) uses orphanGracePeriod unless overridden.
 func gracePeriod(pod *v1.Pod, opts *messages.KillOptions) int64 {
-	g := defaultGracePeriod
+	g := podrules.DefaultGracePeriodSeconds
 	if pod == nil {
 		g = orphanGracePeriod
 	} else {
@@ -74,11 +72,6 @@ func shortest(current *int64, g int64) int64 {
 		return *current
 	}
 	return g
-}
-
-// isTerminalPhase reports Succeeded or Failed.
-func isTerminalPhase(p v1.PodPhase) bool {
-	return p == v1.PodSucceeded || p == v1.PodFailed
 }
 
 // requestsTermination reports whether an update, seen while syncing, makes
@@ -139,9 +132,9 @@ func requeueAfter(phaseChanged bool, err error, resync, backOff time.Duration) t
 // message.
 func terminalStatus(s v1.PodStatus, lastPhase v1.PodPhase, kill *messages.KillOptions) v1.PodStatus {
 	switch {
-	case isTerminalPhase(lastPhase):
+	case podrules.IsTerminal(lastPhase):
 		s.Phase = lastPhase
-	case !isTerminalPhase(s.Phase):
+	case !podrules.IsTerminal(s.Phase):
 		s.Phase = v1.PodFailed
 	}
 	if kill != nil && kill.Evict {

@@ -6,7 +6,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // update handles a SyncPod in any live state: it records the desired pod,
@@ -34,7 +36,7 @@ func (a *podActor) update(ctx actor.Context, u *messages.SyncPod) {
 	if a.workType == messages.TerminatedWork {
 		return
 	}
-	if first && u.Pod != nil && u.UpdateType != messages.SyncPodKill && isTerminalPhase(u.Pod.Status.Phase) && a.runtimeIdle() {
+	if first && u.Pod != nil && u.UpdateType != messages.SyncPodKill && podrules.IsTerminal(u.Pod.Status.Phase) && a.runtimeIdle() {
 		// Terminal on first sight with nothing running: start nothing.
 		klog.V(2).InfoS("Pod is terminal and not running, skipping to terminated", "pod", klog.KObj(u.Pod), "phase", u.Pod.Status.Phase)
 		a.lastPhase = u.Pod.Status.Phase
@@ -164,8 +166,8 @@ func (a *podActor) launch(ctx actor.Context, kind workKind, fn func(context.Cont
 	id := workIDs.Add(1)
 	wctx, cancel := context.WithCancel(context.Background())
 	a.working, a.workID, a.workKind, a.cancel = true, id, kind, cancel
-	self, root, started := ctx.Self(), ctx.ActorSystem().Root, a.cfg.Clock.Now()
-	go func() {
+	started := a.cfg.Clock.Now()
+	actorutil.Go(actorutil.To(ctx), func() any {
 		defer cancel()
 		var r workDone
 		func() {
@@ -177,6 +179,6 @@ func (a *podActor) launch(ctx actor.Context, kind workKind, fn func(context.Cont
 			r = fn(wctx)
 		}()
 		r.id, r.kind, r.started = id, kind, started
-		root.Send(self, &r)
-	}()
+		return &r
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // workKind is what a unit of work does; it follows the actor's state.
@@ -80,7 +81,7 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 	r.status = status
 	api := cfg.Runtime.GeneratePodStatus(j.pod, status)
 	r.apiStatus = &api
-	if isTerminalPhase(api.Phase) {
+	if podrules.IsTerminal(api.Phase) {
 		r.terminal = true
 		return r
 	}

@@ -33,10 +33,12 @@ func (c Config) withDefaults() Config {
 }
 
 // Props returns the props of the prober manager. Spawn it as a child of the
-// actor that should receive ProbeResultChanged (the supervisor).
-func Props(cfg Config) *actor.Props {
+// actor that should receive ProbeResultChanged (the supervisor). Every
+// field of cfg is optional, so the error is always nil; it is there as for
+// every actor's Props.
+func Props(cfg Config) (*actor.Props, error) {
 	cfg = cfg.withDefaults()
-	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) })
+	return actor.PropsFromProducer(func() actor.Actor { return newManager(cfg) }), nil
 }
 
 // workerSupervisor restarts a worker that panicked, a few times a minute;

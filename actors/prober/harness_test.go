@@ -125,7 +125,10 @@ func newHarness(t *testing.T) *harness {
 		rec:    &fakeRecorder{},
 	}
 	pidCh := make(chan *actor.PID, 1)
-	props := Props(Config{Exec: h.exec, Clock: clk, Recorder: h.rec})
+	props, err := Props(Config{Exec: h.exec, Clock: clk, Recorder: h.rec})
+	if err != nil {
+		t.Fatal(err)
+	}
 	parent := h.system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch msg := ctx.Message().(type) {
 		case *actor.Started:

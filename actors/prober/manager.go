@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,15 +55,9 @@ func (m *manager) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *messages.PodStatusComputed:
 		m.podStatus(ctx, msg)
-	case messages.PodStatusComputed:
-		m.podStatus(ctx, &msg)
 	case *messages.PodForgotten:
 		m.forget(ctx, msg.UID)
-	case messages.PodForgotten:
-		m.forget(ctx, msg.UID)
 	case *messages.ListProbes:
-		ctx.Respond(m.list(msg.UID))
-	case messages.ListProbes:
 		ctx.Respond(m.list(msg.UID))
 	case *workerReport:
 		m.workerReport(ctx, msg)
@@ -77,7 +72,7 @@ func (m *manager) podStatus(ctx actor.Context, msg *messages.PodStatusComputed) 
 		klog.ErrorS(nil, "Ignoring pod status without a pod UID")
 		return
 	}
-	if msg.Status.Phase == v1.PodSucceeded || msg.Status.Phase == v1.PodFailed {
+	if podrules.IsTerminal(msg.Status.Phase) {
 		// A finished pod runs nothing more: nothing left to probe.
 		m.stopWorkers(ctx, pod.UID, nil)
 		return

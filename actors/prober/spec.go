@@ -6,15 +6,17 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/seconds"
+
+	"github.com/actorlet/actorlet/messages/podrules"
 	v1 "k8s.io/api/core/v1"
 )
 
-// Probe defaults, as in the Kubernetes API.
+// Probe defaults (podrules), as durations and counts.
 const (
-	defaultPeriod           = 10 * time.Second
-	defaultTimeout          = 1 * time.Second
-	defaultSuccessThreshold = 1
-	defaultFailureThreshold = 3
+	defaultPeriod           = time.Duration(podrules.DefaultProbePeriodSeconds) * time.Second
+	defaultTimeout          = time.Duration(podrules.DefaultProbeTimeoutSeconds) * time.Second
+	defaultSuccessThreshold = int(podrules.DefaultProbeSuccessThreshold)
+	defaultFailureThreshold = int(podrules.DefaultProbeFailureThreshold)
 )
 
 // probeSpec is a validated probe with defaults applied.

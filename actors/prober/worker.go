@@ -5,12 +5,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/actors/prober/probe"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 )
 
 // worker probes one container for one kind. It never blocks Receive: the
@@ -38,7 +38,6 @@ type worker struct {
 	inFlight bool
 	ctx      context.Context
 	cancel   context.CancelFunc
-	ticker   clock.Ticker
 	stopTick chan struct{}
 }
 
@@ -91,29 +90,17 @@ func (w *worker) holding(ctx actor.Context) {
 func (w *worker) start(ctx actor.Context) {
 	w.manager = ctx.Parent()
 	w.ctx, w.cancel = context.WithCancel(context.Background())
-	w.ticker = w.cfg.Clock.NewTicker(w.spec.period)
 	w.stopTick = make(chan struct{})
-	self, root, c, stop := ctx.Self(), ctx.ActorSystem().Root, w.ticker.C(), w.stopTick
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-c:
-				root.Send(self, &tick{})
-			}
-		}
-	}()
+	actorutil.Tick(w.cfg.Clock, w.spec.period, actorutil.To(ctx), &tick{}, w.stopTick)
 }
 
 func (w *worker) stop() {
 	if w.cancel != nil {
 		w.cancel()
 	}
-	if w.ticker != nil {
-		w.ticker.Stop()
+	if w.stopTick != nil {
 		close(w.stopTick)
-		w.ticker = nil
+		w.stopTick = nil
 	}
 }
 
@@ -174,7 +161,7 @@ func (w *worker) maybeProbe(ctx actor.Context) {
 	}
 	w.inFlight = true
 	w.seq++
-	seq, id, self, root, clk := w.seq, t.containerID, ctx.Self(), ctx.ActorSystem().Root, w.cfg.Clock
+	seq, id, clk := w.seq, t.containerID, w.cfg.Clock
 	target := probe.Target{
 		Handler:     w.spec.handler,
 		Timeout:     w.spec.timeout,
@@ -184,10 +171,10 @@ func (w *worker) maybeProbe(ctx actor.Context) {
 		Exec:        w.cfg.Exec,
 	}
 	pctx := w.ctx
-	go func() {
+	actorutil.Go(actorutil.To(ctx), func() any {
 		res, msg, err := probe.Run(pctx, target)
-		root.Send(self, &probeDone{seq: seq, containerID: id, result: res, message: msg, err: err, at: clk.Now()})
-	}()
+		return &probeDone{seq: seq, containerID: id, result: res, message: msg, err: err, at: clk.Now()}
+	})
 }
 
 // record counts a probe outcome against the thresholds and commits the

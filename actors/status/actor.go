@@ -30,18 +30,18 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Props returns the props of the status actor. It panics when cfg is
-// invalid (a wiring bug): call Validate first to get the error instead.
-func Props(cfg Config) *actor.Props {
+// Props returns the props of the status actor, or the error naming what
+// is wrong with cfg.
+func Props(cfg Config) (*actor.Props, error) {
 	if err := cfg.Validate(); err != nil {
-		panic(err)
+		return nil, err
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &statusActor{cfg: cfg, pods: make(map[types.UID]*podState)}
-	})
+	}), nil
 }
 
 // podState is what the actor keeps per pod.
@@ -67,23 +67,15 @@ var _ actor.Actor = &statusActor{}
 // Receive handles one message; it never blocks (the sink queues).
 func (a *statusActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case messages.PodStatusComputed:
-		a.computed(msg)
 	case *messages.PodStatusComputed:
-		a.computed(*msg)
-	case messages.PodStatusRejected:
+		a.computed(msg)
+	case *messages.PodRejected:
 		a.rejected(msg)
-	case *messages.PodStatusRejected:
-		a.rejected(*msg)
-	case messages.ProbeResultChanged:
-		a.probeChanged(msg)
 	case *messages.ProbeResultChanged:
-		a.probeChanged(*msg)
-	case messages.PodForgotten:
-		a.forget(msg.UID)
+		a.probeChanged(msg)
 	case *messages.PodForgotten:
 		a.forget(msg.UID)
-	case messages.ListPodStatuses, *messages.ListPodStatuses:
+	case *messages.ListPodStatuses:
 		ctx.Respond(a.list())
 	}
 }
@@ -97,7 +89,7 @@ func (a *statusActor) state(uid types.UID) *podState {
 	return st
 }
 
-func (a *statusActor) computed(msg messages.PodStatusComputed) {
+func (a *statusActor) computed(msg *messages.PodStatusComputed) {
 	if msg.Pod == nil {
 		klog.ErrorS(errors.New("pod is nil"), "Ignoring computed pod status")
 		return
@@ -109,7 +101,7 @@ func (a *statusActor) computed(msg messages.PodStatusComputed) {
 	a.publish(st)
 }
 
-func (a *statusActor) rejected(msg messages.PodStatusRejected) {
+func (a *statusActor) rejected(msg *messages.PodRejected) {
 	if msg.Pod == nil {
 		klog.ErrorS(errors.New("pod is nil"), "Ignoring rejected pod status", "reason", msg.Reason)
 		return
@@ -121,7 +113,7 @@ func (a *statusActor) rejected(msg messages.PodStatusRejected) {
 	a.publish(st)
 }
 
-func (a *statusActor) probeChanged(msg messages.ProbeResultChanged) {
+func (a *statusActor) probeChanged(msg *messages.ProbeResultChanged) {
 	switch msg.Kind {
 	case messages.Readiness, messages.Startup:
 	default:
@@ -176,8 +168,8 @@ func (a *statusActor) change(st *podState) messages.PodStatusChanged {
 	}
 }
 
-func (a *statusActor) list() messages.PodStatusList {
-	out := messages.PodStatusList{Pods: []messages.PodStatusChanged{}}
+func (a *statusActor) list() *messages.PodStatusList {
+	out := &messages.PodStatusList{Pods: []messages.PodStatusChanged{}}
 	for _, st := range a.pods {
 		if st.pod != nil && st.published != nil {
 			out.Pods = append(out.Pods, a.change(st))

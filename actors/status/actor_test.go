@@ -22,7 +22,11 @@ func spawnStatus(t *testing.T) (*actor.RootContext, *actor.PID, *MemorySink, *cl
 	sink := NewMemorySink()
 	clk := clocktesting.NewFakeClock(t0.Time)
 	system := actor.NewActorSystem()
-	pid := system.Root.Spawn(Props(Config{Sink: sink, Clock: clk}))
+	props, err := Props(Config{Sink: sink, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := system.Root.Spawn(props)
 	t.Cleanup(func() {
 		_ = system.Root.StopFuture(pid).Wait()
 		system.Shutdown()
@@ -32,13 +36,13 @@ func spawnStatus(t *testing.T) (*actor.RootContext, *actor.PID, *MemorySink, *cl
 
 // list asks the actor for every status; as the reply comes after every
 // message sent before it, it also marks them all handled.
-func list(t *testing.T, root *actor.RootContext, pid *actor.PID) messages.PodStatusList {
+func list(t *testing.T, root *actor.RootContext, pid *actor.PID) *messages.PodStatusList {
 	t.Helper()
-	res, err := root.RequestFuture(pid, messages.ListPodStatuses{}, wait).Result()
+	res, err := root.RequestFuture(pid, &messages.ListPodStatuses{}, wait).Result()
 	if err != nil {
 		t.Fatalf("ListPodStatuses: %v", err)
 	}
-	l, ok := res.(messages.PodStatusList)
+	l, ok := res.(*messages.PodStatusList)
 	if !ok {
 		t.Fatalf("ListPodStatuses replied %T", res)
 	}
@@ -68,7 +72,7 @@ func TestStatusActorPublishesOnlyChanges(t *testing.T) {
 	pod := testPod(v1.RestartPolicyAlways, containerSpec{name: "app", readiness: true})
 	in := computed(v1.PodRunning, running("app", "c1"))
 
-	root.Send(pid, messages.PodStatusComputed{Pod: pod, Status: in})
+	root.Send(pid, &messages.PodStatusComputed{Pod: pod, Status: in})
 	first := waitFor(t, sink, pod.UID, "first status", readyIs(v1.ConditionFalse))
 	if first.Static || first.Pod.Name != "web" {
 		t.Fatalf("first change = %+v", first)
@@ -76,20 +80,20 @@ func TestStatusActorPublishesOnlyChanges(t *testing.T) {
 
 	// The same runtime view again publishes nothing.
 	clk.Step(time.Second)
-	root.Send(pid, messages.PodStatusComputed{Pod: pod, Status: in})
+	root.Send(pid, &messages.PodStatusComputed{Pod: pod, Status: in})
 	list(t, root, pid)
 	if n := len(sink.Changes(pod.UID)); n != 1 {
 		t.Fatalf("unchanged status published %d times, want once", n)
 	}
 
 	// Liveness results do not touch the status; readiness does.
-	root.Send(pid, messages.ProbeResultChanged{PodUID: pod.UID, ContainerName: "app", ContainerID: "c1", Kind: messages.Liveness, Result: messages.ProbeFailure})
+	root.Send(pid, &messages.ProbeResultChanged{PodUID: pod.UID, ContainerName: "app", ContainerID: "c1", Kind: messages.Liveness, Result: messages.ProbeFailure})
 	list(t, root, pid)
 	if n := len(sink.Changes(pod.UID)); n != 1 {
 		t.Fatalf("liveness result published a change")
 	}
 	clk.Step(time.Second)
-	root.Send(pid, messages.ProbeResultChanged{PodUID: pod.UID, ContainerName: "app", ContainerID: "c1", Kind: messages.Readiness, Result: messages.ProbeSuccess})
+	root.Send(pid, &messages.ProbeResultChanged{PodUID: pod.UID, ContainerName: "app", ContainerID: "c1", Kind: messages.Readiness, Result: messages.ProbeSuccess})
 	got := waitFor(t, sink, pod.UID, "ready", readyIs(v1.ConditionTrue))
 	ready := condition(got.Pod.Status, v1.PodReady)
 	if want := t0.Add(2 * time.Second); !ready.LastTransitionTime.Time.Equal(want) {
@@ -103,9 +107,9 @@ func TestStatusActorPublishesOnlyChanges(t *testing.T) {
 	}
 
 	// The pod succeeds; a later running view cannot bring it back.
-	root.Send(pid, messages.PodStatusComputed{Pod: pod, Status: computed(v1.PodSucceeded, terminated("app", "c1", 0))})
+	root.Send(pid, &messages.PodStatusComputed{Pod: pod, Status: computed(v1.PodSucceeded, terminated("app", "c1", 0))})
 	waitFor(t, sink, pod.UID, "succeeded", func(s v1.PodStatus) bool { return s.Phase == v1.PodSucceeded })
-	root.Send(pid, messages.PodStatusComputed{Pod: pod, Status: in})
+	root.Send(pid, &messages.PodStatusComputed{Pod: pod, Status: in})
 	l := list(t, root, pid)
 	if len(l.Pods) != 1 || l.Pods[0].Pod.Status.Phase != v1.PodSucceeded || l.Pods[0].Pod.Status.ContainerStatuses[0].State.Terminated == nil {
 		t.Fatalf("terminal pod left its phase: %+v", l.Pods)
@@ -115,11 +119,11 @@ func TestStatusActorPublishesOnlyChanges(t *testing.T) {
 func TestStatusActorProbeBeforeStatus(t *testing.T) {
 	root, pid, sink, _ := spawnStatus(t)
 	pod := testPod(v1.RestartPolicyAlways, containerSpec{name: "app", readiness: true})
-	root.Send(pid, messages.ProbeResultChanged{PodUID: pod.UID, ContainerName: "app", ContainerID: "c1", Kind: messages.Readiness, Result: messages.ProbeSuccess})
+	root.Send(pid, &messages.ProbeResultChanged{PodUID: pod.UID, ContainerName: "app", ContainerID: "c1", Kind: messages.Readiness, Result: messages.ProbeSuccess})
 	if l := list(t, root, pid); len(l.Pods) != 0 {
 		t.Fatalf("a probe result alone published %+v", l.Pods)
 	}
-	root.Send(pid, messages.PodStatusComputed{Pod: pod, Status: computed(v1.PodRunning, running("app", "c1"))})
+	root.Send(pid, &messages.PodStatusComputed{Pod: pod, Status: computed(v1.PodRunning, running("app", "c1"))})
 	waitFor(t, sink, pod.UID, "ready with the earlier probe result", readyIs(v1.ConditionTrue))
 }
 
@@ -130,13 +134,13 @@ func TestStatusActorRejectedStaticAndForgotten(t *testing.T) {
 	static.UID, static.Name = "uid-static", "etcd"
 	static.Annotations = map[string]string{messages.ConfigSourceAnnotation: messages.SourceFile}
 
-	root.Send(pid, messages.PodStatusRejected{Pod: rejected, Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"})
+	root.Send(pid, &messages.PodRejected{Pod: rejected, Reason: "OutOfcpu", Message: "Node didn't have enough resource: cpu"})
 	got := waitFor(t, sink, rejected.UID, "rejection", func(s v1.PodStatus) bool { return s.Phase == v1.PodFailed })
 	if got.Pod.Status.Reason != "OutOfcpu" || got.Pod.Status.Message == "" || got.Static {
 		t.Fatalf("rejected status = %+v static=%v", got.Pod.Status, got.Static)
 	}
 	// A rejected pod never runs: a later runtime view does not change it.
-	root.Send(pid, messages.PodStatusComputed{Pod: rejected, Status: computed(v1.PodRunning, running("app", "c1"))})
+	root.Send(pid, &messages.PodStatusComputed{Pod: rejected, Status: computed(v1.PodRunning, running("app", "c1"))})
 
 	root.Send(pid, &messages.PodStatusComputed{Pod: static, Status: computed(v1.PodRunning, running("app", "c9"))})
 	if s := waitFor(t, sink, static.UID, "static pod", readyIs(v1.ConditionTrue)); !s.Static {
@@ -151,7 +155,7 @@ func TestStatusActorRejectedStaticAndForgotten(t *testing.T) {
 		t.Fatalf("rejected pod published %d times, want once", n)
 	}
 
-	root.Send(pid, messages.PodForgotten{UID: rejected.UID})
+	root.Send(pid, &messages.PodForgotten{UID: rejected.UID})
 	l = list(t, root, pid)
 	if len(l.Pods) != 1 {
 		t.Fatalf("forgotten pod still listed: %+v", l.Pods)

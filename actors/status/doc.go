@@ -4,7 +4,7 @@
 // control plane sees, and publishes it to a Sink only when it changed.
 //
 //	PodStatusComputed ─┐
-//	PodStatusRejected ─┤                       ┌─► Sink.PodStatusChanged
+//	PodRejected ───────┤                       ┌─► Sink.PodStatusChanged
 //	ProbeResultChanged ┼─► status actor ─(changed?)┤
 //	PodForgotten ──────┘    (per pod: spec,    └─► Sink.PodStatusRemoved
 //	ListPodStatuses ──────►  runtime status,

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -13,7 +14,6 @@ import (
 // Condition reasons, as the kubelet's.
 const (
 	ReasonContainersNotReady       = "ContainersNotReady"
-	ReasonContainersNotInitialized = "ContainersNotInitialized"
 	ReasonUnknownContainerStatuses = "UnknownContainerStatuses"
 	ReasonPodCompleted             = "PodCompleted"
 	ReasonPodFailed                = "PodFailed"
@@ -52,8 +52,6 @@ func sameContainer(statusID, probeID string) bool {
 	return strings.HasSuffix(statusID, "://"+probeID)
 }
 
-func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
-
 // buildStatus is the status to publish for pod: the runtime view in
 // computed, with readiness from probes applied, conditions generated and
 // the history rules (terminal phase, LastTransitionTime, StartTime) kept
@@ -80,8 +78,8 @@ func keepTerminal(pod *v1.Pod, s *v1.PodStatus, old *v1.PodStatus) {
 	if old == nil {
 		return
 	}
-	podTerminal := isTerminal(old.Phase)
-	if podTerminal && !isTerminal(s.Phase) {
+	podTerminal := podrules.IsTerminal(old.Phase)
+	if podTerminal && !podrules.IsTerminal(s.Phase) {
 		s.Phase = old.Phase
 	}
 	if podTerminal && s.Reason == "" && s.Message == "" {
@@ -144,7 +142,7 @@ func applyContainerReadiness(pod *v1.Pod, s *v1.PodStatus, probes probeResults) 
 	for i := range s.ContainerStatuses {
 		cs := &s.ContainerStatuses[i]
 		spec := findContainer(pod.Spec.Containers, cs.Name)
-		running := cs.State.Running != nil && !isTerminal(s.Phase)
+		running := cs.State.Running != nil && !podrules.IsTerminal(s.Phase)
 		started := running &&
 			(spec == nil || spec.StartupProbe == nil || probes.succeeded(cs.Name, cs.ContainerID, messages.Startup))
 		cs.Started = &started
@@ -194,15 +192,10 @@ func initializedCondition(pod *v1.Pod, s *v1.PodStatus) v1.PodCondition {
 			incomplete = append(incomplete, c.Name)
 		}
 	}
-	if len(incomplete) == 0 || s.Phase == v1.PodSucceeded {
-		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	if s.Phase == v1.PodSucceeded {
+		incomplete = nil
 	}
-	return v1.PodCondition{
-		Type:    v1.PodInitialized,
-		Status:  v1.ConditionFalse,
-		Reason:  ReasonContainersNotInitialized,
-		Message: fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " ")),
-	}
+	return podrules.InitializedCondition(incomplete)
 }
 
 // containersReadyCondition is True when every container of the spec has a

@@ -7,6 +7,8 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 var (
@@ -322,7 +324,7 @@ func TestGeneratedInitializedAndReadinessGates(t *testing.T) {
 	}
 	got := buildStatus(pod, in, probeResults{}, nil, t1)
 	c := condition(got, v1.PodInitialized)
-	if c.Status != v1.ConditionFalse || c.Reason != ReasonContainersNotInitialized || c.Message != "containers with incomplete status: [init-b]" {
+	if c.Status != v1.ConditionFalse || c.Reason != podrules.ReasonContainersNotInitialized || c.Message != "containers with incomplete status: [init-b]" {
 		t.Fatalf("Initialized = %+v", c)
 	}
 	if !got.InitContainerStatuses[0].Ready || got.InitContainerStatuses[1].Ready {

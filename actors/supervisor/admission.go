@@ -178,3 +178,26 @@ func portConflicts(pod *v1.Pod, u *usage) []string {
 	}
 	return out
 }
+
+// currentUsage is what the active pods use of the node, rebuilt when stale.
+func (s *supervisor) currentUsage() *usage {
+	if s.usage == nil {
+		s.usage = newUsage(s.activePods())
+	}
+	return s.usage
+}
+
+// activePods are the admitted pods that are not done.
+func (s *supervisor) activePods() []*v1.Pod {
+	var out []*v1.Pod
+	for uid, d := range s.pods {
+		if d.rejected || d.done {
+			continue
+		}
+		if w := s.workers[uid]; w != nil && w.workDone() {
+			continue
+		}
+		out = append(out, d.pod)
+	}
+	return out
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/actorlet/actorlet/actors/podactor"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // Runtime is what the sync loop needs from the runtime manager: what pod
@@ -39,11 +40,12 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) clock.Timer
 }
 
-// Children are the optional props of the supervisor's non-pod children.
+// Children are the optional props of the supervisor's non-pod children,
+// made afresh for every spawn (Configure changes props in place).
 type Children struct {
-	PLEG   func() *actor.Props
-	Prober func() *actor.Props
-	Status func() *actor.Props
+	PLEG   func() (*actor.Props, error)
+	Prober func() (*actor.Props, error)
+	Status func() (*actor.Props, error)
 }
 
 // Config configures the sync loop.
@@ -105,7 +107,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.MaxPods == 0 {
-		c.MaxPods = 110
+		c.MaxPods = podrules.DefaultMaxPods
 	}
 	def(&c.SyncPeriod, time.Second)
 	def(&c.HousekeepingPeriod, 2*time.Second)

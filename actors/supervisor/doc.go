@@ -16,6 +16,36 @@
 // and shown by DescribePodWorker, and the worker is respawned later from the
 // desired state, never silently lost.
 //
+// The supervisor keeps one record per pod actor (worker.go). Its actorState
+// follows the actor's own lifecycle, apart from the pod's work (sync →
+// terminating → terminated, reported by the actor and kept in
+// worker.report):
+//
+//	         spawnWorker
+//	              │
+//	              ▼         panic (childFailed)
+//	┌─────────► live ───────────────────────────► restarting
+//	│            │  ◄────────────────────────────     │
+//	│            │    restarted (GetDesiredPod)       │ supervision gives up,
+//	│            │                                    │ then Terminated
+//	│            │ stopped on its own (Terminated)    ▼
+//	│            ├──────────────────────────────────► failed
+//	│            │                                    │
+//	│            │ work finished and the pod is       │ WorkerRespawnDelay passed:
+//	│            │ removed or re-created (housekeep)  │ respawn as uid~generation+1
+//	│            ▼                                    │ (a new record, live)
+//	│         purging ──Terminated──► record deleted  │
+//	│                   (re-created pod: spawn again) │
+//	└─────────────────────────────────────────────────┘
+//
+// Updates go to live and restarting actors (a restarting actor's mailbox
+// holds them until it runs again); to failed and purging ones they are only
+// remembered (worker.last) and replayed by the respawned actor.
+//
+// The fixed children (pleg, prober, status) are a table (coreChildren):
+// spawned at start under their names, respawned at housekeeping when they
+// stop; Handles gives their PIDs to the agent.
+//
 // Ticks come from the injected clock: every SyncPeriod (1 s) pods whose
 // requeue is due are synced; every HousekeepingPeriod (2 s) finished workers
 // are purged, orphans killed (once sources are ready) and the runtime

@@ -29,7 +29,7 @@ type recorder struct {
 	got []any
 }
 
-func (r *recorder) props() *actor.Props {
+func (r *recorder) props() (*actor.Props, error) {
 	return actor.PropsFromFunc(func(ctx actor.Context) {
 		switch ctx.Message().(type) {
 		case *actor.Started, *actor.Stopping, *actor.Stopped:
@@ -38,7 +38,7 @@ func (r *recorder) props() *actor.Props {
 		r.mu.Lock()
 		r.got = append(r.got, ctx.Message())
 		r.mu.Unlock()
-	})
+	}), nil
 }
 
 func recorded[T any](r *recorder) []T {
@@ -76,7 +76,11 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	pid, err := h.sys.Root.SpawnNamed(Props(cfg), "supervisor")
+	props, err := Props(cfg)
+	if err != nil {
+		t.Fatalf("supervisor props: %v", err)
+	}
+	pid, err := h.sys.Root.SpawnNamed(props, "supervisor")
 	if err != nil {
 		t.Fatalf("spawn supervisor: %v", err)
 	}
@@ -105,9 +109,17 @@ func (h *harness) describe(uid types.UID) *messages.PodWorkerDescription {
 	return h.ask(&messages.DescribePodWorker{UID: uid}).(*messages.PodWorkerDescription)
 }
 
-func (h *harness) lifecycle(uid types.UID) *messages.PodLifecycle {
+// counted reports whether the node still counts the pod: as a running pod
+// or in the capacity it reports (GetNodeConditions).
+func (h *harness) counted(uid types.UID) (bool, *messages.NodeConditions) {
 	h.t.Helper()
-	return h.ask(&messages.GetPodLifecycle{UID: uid}).(*messages.PodLifecycle)
+	nc := h.ask(&messages.GetNodeConditions{}).(*messages.NodeConditions)
+	for _, p := range nc.Pods {
+		if p.UID == uid {
+			return true, nc
+		}
+	}
+	return nc.RunningPods > 0, nc
 }
 
 // settle waits until the supervisor processed everything sent so far.

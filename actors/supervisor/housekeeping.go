@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -31,38 +32,27 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 	var cleanup []types.UID
 	for uid, w := range s.workers {
 		switch {
-		case w.finished && !w.stopping && (s.pods[uid] == nil || w.restartRequested):
+		case w.report.Finished && w.actor != actorPurging && (s.pods[uid] == nil || w.report.RestartRequested):
 			// A finished pod that is still desired stays finished, keeping
 			// its terminal status (an evicted or completed pod), until its
 			// source removes it or re-creates it (restartRequested).
-			klog.V(2).InfoS("Purging finished pod worker", "podUID", uid, "fullName", w.fullName)
-			w.stopping = true
+			klog.V(2).InfoS("Purging finished pod worker", "podUID", uid, "fullName", w.report.FullName)
+			w.purge()
 			ctx.Stop(w.pid)
 			if s.pods[uid] == nil {
 				s.tell(ctx, &messages.PodForgotten{UID: uid}, s.status, s.prober)
 				cleanup = append(cleanup, uid)
 			}
-		case w.failed && !s.cfg.Clock.Now().Before(w.failedAt.Add(s.cfg.WorkerRespawnDelay)):
+		case w.actor == actorFailed && !s.cfg.Clock.Now().Before(w.failedAt.Add(s.cfg.WorkerRespawnDelay)):
 			s.respawn(ctx, w)
 		}
 	}
-	for name, props := range s.lostChildren {
-		delete(s.lostChildren, name)
-		pid := s.spawnChild(ctx, name, props)
-		switch name {
-		case "pleg":
-			s.pleg = pid
-		case "prober":
-			s.prober = pid
-		case "status":
-			s.status = pid
-		}
-	}
+	s.respawnLostChildren(ctx)
 	s.housekeeping = true
 	hctx, cancel := context.WithCancel(s.life)
 	s.cancel = cancel
-	rt, list, self, root := s.cfg.Runtime, s.sourcesReady, ctx.Self(), ctx.ActorSystem().Root
-	go func() {
+	rt, list := s.cfg.Runtime, s.sourcesReady
+	actorutil.Go(actorutil.To(ctx), func() any {
 		defer cancel()
 		res := &housekeepingDone{listed: list}
 		res.errs = cleanupPods(hctx, rt, cleanup)
@@ -75,15 +65,14 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 			res.running = pods
 		}
 		rt.GC()
-		root.Send(self, res)
-	}()
+		return res
+	})
 }
 
 // housekeepingDone kills orphans: runtime pods no source wants and no worker
 // handles.
 func (s *supervisor) housekeepingDone(ctx actor.Context, m *housekeepingDone) {
 	s.housekeeping = false
-	s.housekept = true
 	for _, err := range m.errs {
 		klog.ErrorS(err, "Housekeeping failed")
 	}
@@ -97,17 +86,6 @@ func (s *supervisor) housekeepingDone(ctx actor.Context, m *housekeepingDone) {
 		klog.InfoS("Killing orphaned pod no source wants", "pod", klog.KRef(rp.Namespace, rp.Name), "podUID", rp.ID)
 		s.dispatch(ctx, rp.ID, messages.SyncPod{UpdateType: messages.SyncPodKill, RunningPod: rp, StartTime: s.cfg.Clock.Now()})
 	}
-}
-
-// respawn starts a new actor for a worker supervision gave up on, replaying
-// the desired state.
-func (s *supervisor) respawn(ctx actor.Context, old *worker) {
-	nw := s.spawnWorker(ctx, old.uid, old.generation+1)
-	if nw == nil {
-		return
-	}
-	klog.InfoS("Respawning failed pod worker", "podUID", old.uid, "restarts", old.restarts)
-	ctx.Send(nw.pid, s.desiredFor(old.uid))
 }
 
 // cleanupParallelism is how many purged pods are cleaned up at once. The

@@ -17,8 +17,8 @@ func TestAddSortsByCreationTimeBeforeAdmission(t *testing.T) {
 	newer, older := newPod("newer", "newer", 200), newPod("older", "older", 100)
 	h.add(newer, older)
 	eventually(t, "older pod synced", func() bool { return h.syncsOf("older") > 0 })
-	eventually(t, "newer rejected", func() bool { return len(recorded[*messages.PodStatusRejected](h.status)) == 1 })
-	if r := recorded[*messages.PodStatusRejected](h.status)[0]; r.Pod.UID != "newer" || r.Reason != ReasonOutOfPods {
+	eventually(t, "newer rejected", func() bool { return len(recorded[*messages.PodRejected](h.status)) == 1 })
+	if r := recorded[*messages.PodRejected](h.status)[0]; r.Pod.UID != "newer" || r.Reason != ReasonOutOfPods {
 		t.Fatalf("rejection = %s %s, want newer OutOfpods", r.Pod.UID, r.Reason)
 	}
 }
@@ -50,8 +50,8 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 				h.add(newPod("second", "second", 1))
 			}
 			h.add(tc.pod())
-			eventually(t, "rejection", func() bool { return len(recorded[*messages.PodStatusRejected](h.status)) == 1 })
-			r := recorded[*messages.PodStatusRejected](h.status)[0]
+			eventually(t, "rejection", func() bool { return len(recorded[*messages.PodRejected](h.status)) == 1 })
+			r := recorded[*messages.PodRejected](h.status)[0]
 			if r.Pod.UID != "big" || r.Reason != tc.reason || r.Message == "" {
 				t.Fatalf("rejection = %+v, want big %s", r, tc.reason)
 			}
@@ -73,8 +73,8 @@ func TestDeleteStartsGracefulTermination(t *testing.T) {
 		t.Fatalf("kill grace = %v, want 7", g)
 	}
 	eventually(t, "terminated", func() bool { return finished(h, "a") })
-	if l := h.lifecycle("a"); l.CouldHaveRunningContainers || !l.ShouldContainersBeTerminating || !l.MayRemoveContent {
-		t.Fatalf("lifecycle of a deleted terminated pod = %+v", l)
+	if c, nc := h.counted("a"); c {
+		t.Fatalf("a deleted terminated pod still counts on the node: %+v", nc)
 	}
 }
 
@@ -186,8 +186,8 @@ func TestOrphansAreKilledOnlyAfterSourcesReady(t *testing.T) {
 	h := newHarness(t, nil)
 	orphan := &cri.Pod{ID: "orphan", Name: "old", Namespace: "default", Containers: []*cri.Container{{ID: "c", Name: "app", State: cri.ContainerStateRunning}}}
 	h.rt.SetPods(orphan)
-	if l := h.lifecycle("orphan"); !l.CouldHaveRunningContainers || l.MayRemoveContent {
-		t.Fatalf("before housekeeping an unknown pod must be answered conservatively: %+v", l)
+	if d := h.describe("orphan"); d.Found {
+		t.Fatalf("a worker exists for an orphan before housekeeping: %+v", d)
 	}
 	h.housekeep()
 	h.housekeep()
@@ -204,9 +204,6 @@ func TestOrphansAreKilledOnlyAfterSourcesReady(t *testing.T) {
 	}
 	if n := h.rt.Count(fake.OpSyncPod); n != 0 {
 		t.Fatalf("an orphan must only be killed, got %d syncs", n)
-	}
-	if l := h.lifecycle("never-seen"); l.CouldHaveRunningContainers || !l.MayRemoveContent {
-		t.Fatalf("after housekeeping an unknown pod has nothing running: %+v", l)
 	}
 }
 
@@ -291,7 +288,7 @@ func TestTerminatePodEvictsWithReason(t *testing.T) {
 	h := newHarness(t, nil)
 	h.add(newPod("a", "a", 1))
 	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
-	h.send(&messages.TerminatePod{UID: "a", GracePeriodSeconds: int64p(3), Evict: true, Reason: "Evicted", Message: "disk pressure"})
+	h.send(&messages.TerminatePod{UID: "a", Options: messages.KillOptions{GracePeriodSecondsOverride: int64p(3), Evict: true, Reason: "Evicted", Message: "disk pressure"}})
 	eventually(t, "finished", func() bool { return finished(h, "a") })
 	if g := h.killsOf("a")[0].Grace; *g != 3 {
 		t.Fatalf("grace = %d, want 3", *g)
@@ -301,8 +298,8 @@ func TestTerminatePodEvictsWithReason(t *testing.T) {
 		last := st[len(st)-1].Status
 		return last.Phase == v1.PodFailed && last.Reason == "Evicted" && last.Message == "disk pressure"
 	})
-	if l := h.lifecycle("a"); !l.MayRemoveContent || !l.MayRemoveRuntime {
-		t.Fatalf("an evicted terminated pod's content may be removed: %+v", l)
+	if c, nc := h.counted("a"); c {
+		t.Fatalf("an evicted terminated pod still counts on the node: %+v", nc)
 	}
 }
 
@@ -357,7 +354,7 @@ func TestRemovingARejectedPodDropsItsStatus(t *testing.T) {
 	p := newPod("a", "a", 1)
 	p.Spec.NodeSelector = map[string]string{"zone": "b"}
 	h.add(p)
-	eventually(t, "rejection", func() bool { return len(recorded[*messages.PodStatusRejected](h.status)) == 1 })
+	eventually(t, "rejection", func() bool { return len(recorded[*messages.PodRejected](h.status)) == 1 })
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "status forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
 }

@@ -3,7 +3,10 @@ package supervisor
 import (
 	"slices"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 // staticPods lets one static pod per full name run at a time; the others
@@ -69,3 +72,9 @@ func (s staticPods) isWaiting(uid types.UID) bool {
 	}
 	return false
 }
+
+func isStatic(p *v1.Pod) bool {
+	return p.Annotations[messages.ConfigSourceAnnotation] == messages.SourceFile
+}
+
+func fullName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }

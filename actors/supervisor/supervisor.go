@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -36,7 +37,6 @@ type supervisor struct {
 	static  staticPods
 
 	sourcesReady   bool
-	housekept      bool               // a housekeeping pass completed
 	housekeeping   bool               // a housekeeping pass is in flight
 	cancel         context.CancelFunc // cancels the housekeeping pass in flight
 	life           context.Context    // ends when the loop stops
@@ -48,9 +48,8 @@ type supervisor struct {
 	plegMessage    string
 
 	pleg, prober, status *actor.PID
-	lostChildren         map[string]func() *actor.Props // core children to respawn
-	invalid              error                          // Validate's verdict
-	stopping             bool                           // the loop itself is stopping
+	lostChildren         map[string]bool // fixed children to respawn, by name
+	stopping             bool            // the loop itself is stopping
 }
 
 // internal ticks.
@@ -59,20 +58,21 @@ type (
 	housekeepingTick struct{}
 )
 
-// Props returns the props of the sync loop. A config that fails Validate
-// makes the actor log the error and stop at start.
-func Props(cfg Config) *actor.Props {
-	invalid := cfg.Validate()
+// Props returns the props of the sync loop, or the error naming what is
+// wrong with cfg.
+func Props(cfg Config) (*actor.Props, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &supervisor{
 			cfg: cfg, node: node{labels: cfg.NodeLabels, allocatable: cfg.Allocatable, maxPods: cfg.MaxPods},
 			pods: map[types.UID]*desiredPod{}, workers: map[types.UID]*worker{}, byPID: map[string]types.UID{},
 			static: newStaticPods(), plegHealthy: true, runtimeMessage: "runtime status not reported yet",
-			lostChildren: map[string]func() *actor.Props{}, cancel: func() {}, life: context.Background(), endLife: func() {},
-			invalid: invalid,
+			lostChildren: map[string]bool{}, cancel: func() {}, life: context.Background(), endLife: func() {},
 		}
-	}, actor.WithSupervisor(newRestartStrategy(cfg)))
+	}, actor.WithSupervisor(newRestartStrategy(cfg))), nil
 }
 
 // Receive is the sync loop's select.
@@ -129,19 +129,17 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		// Status is published only for pods a source still wants: the final
 		// status of a removed pod (or one from a worker already purged)
 		// would bring the pod back into view after its removal.
-		if w := s.workers[m.Pod.UID]; w != nil && !w.stopping && s.pods[m.Pod.UID] != nil {
+		if w := s.workers[m.Pod.UID]; w != nil && w.actor != actorPurging && s.pods[m.Pod.UID] != nil {
 			s.tell(ctx, m, s.status, s.prober)
 		}
 	case *messages.GetDesiredPod:
 		if w := s.workers[m.UID]; w != nil {
-			w.restarting = false // it asks once restarted
+			w.restarted() // it asks once restarted
 		}
 		ctx.Respond(s.desiredFor(m.UID))
 
 	case *messages.DescribePodWorker:
 		s.describe(ctx, m)
-	case *messages.GetPodLifecycle:
-		ctx.Respond(s.lifecycle(m.UID))
 	case *messages.GetNodeConditions:
 		ctx.Respond(s.nodeConditions())
 	case *messages.RelistHealthChanged:
@@ -164,49 +162,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 
 // start spawns the core children and the tick loop.
 func (s *supervisor) start(ctx actor.Context) {
-	if s.invalid != nil {
-		klog.ErrorS(s.invalid, "Invalid sync loop configuration, stopping")
-		ctx.Stop(ctx.Self())
-		return
-	}
 	s.life, s.endLife = context.WithCancel(context.Background())
-	s.pleg = s.spawnChild(ctx, "pleg", s.cfg.Children.PLEG)
-	s.prober = s.spawnChild(ctx, "prober", s.cfg.Children.Prober)
-	s.status = s.spawnChild(ctx, "status", s.cfg.Children.Status)
+	s.spawnCoreChildren(ctx)
 	s.stopTicks = make(chan struct{})
-	go tick(s.cfg, ctx.ActorSystem().Root, ctx.Self(), s.stopTicks)
-}
-
-// tick sends the sync and housekeeping ticks until stop is closed.
-func tick(cfg Config, root *actor.RootContext, self *actor.PID, stop <-chan struct{}) {
-	syncT := cfg.Clock.NewTicker(cfg.SyncPeriod)
-	defer syncT.Stop()
-	hkT := cfg.Clock.NewTicker(cfg.HousekeepingPeriod)
-	defer hkT.Stop()
-	for {
-		select {
-		case <-syncT.C():
-			root.Send(self, &syncTick{})
-		case <-hkT.C():
-			root.Send(self, &housekeepingTick{})
-		case <-stop:
-			return
-		}
-	}
-}
-
-// spawnChild spawns a core child when its props are given.
-func (s *supervisor) spawnChild(ctx actor.Context, name string, props func() *actor.Props) *actor.PID {
-	if props == nil {
-		return nil
-	}
-	pid, err := ctx.SpawnNamed(props().Configure(s.cfg.PropsOptions...), name)
-	if err != nil {
-		klog.ErrorS(err, "Failed to spawn child actor, retrying at housekeeping", "actor", name)
-		s.lostChildren[name] = props
-		return nil
-	}
-	return pid
+	actorutil.Tick(s.cfg.Clock, s.cfg.SyncPeriod, actorutil.To(ctx), &syncTick{}, s.stopTicks)
+	actorutil.Tick(s.cfg.Clock, s.cfg.HousekeepingPeriod, actorutil.To(ctx), &housekeepingTick{}, s.stopTicks)
 }
 
 // tell sends m to every non-nil pid.
@@ -241,11 +201,10 @@ func (s *supervisor) lifecycleEvent(ctx actor.Context, m *messages.PodLifecycleE
 		}
 	}
 	if m.Type == messages.ContainerDied || m.Type == messages.ContainerStarted {
-		rt, uid, self, root, life := s.cfg.Runtime, m.PodUID, ctx.Self(), ctx.ActorSystem().Root, s.life
-		go func() {
-			err := rt.RemoveDeadContainers(life, uid)
-			root.Send(self, &deadContainersRemoved{uid: uid, err: err})
-		}()
+		rt, uid, life := s.cfg.Runtime, m.PodUID, s.life
+		actorutil.Go(actorutil.To(ctx), func() any {
+			return &deadContainersRemoved{uid: uid, err: rt.RemoveDeadContainers(life, uid)}
+		})
 	}
 }
 
@@ -265,7 +224,8 @@ func (s *supervisor) terminatePod(ctx actor.Context, m *messages.TerminatePod) {
 	u := w.last
 	u.UpdateType = messages.SyncPodKill
 	u.StartTime = s.cfg.Clock.Now()
-	u.KillOptions = &messages.KillOptions{Evict: m.Evict, GracePeriodSecondsOverride: m.GracePeriodSeconds, Reason: m.Reason, Message: m.Message}
+	opts := m.Options
+	u.KillOptions = &opts
 	if d := s.pods[m.UID]; d != nil {
 		u.Pod = d.pod
 	}
@@ -277,7 +237,7 @@ func (s *supervisor) nodeConditions() *messages.NodeConditions {
 	nc := &messages.NodeConditions{RuntimeReady: s.runtimeReady, RuntimeMessage: s.runtimeMessage,
 		PLEGHealthy: s.plegHealthy, PLEGMessage: s.plegMessage, Pods: s.activePods()}
 	for _, w := range s.workers {
-		if w.state != messages.TerminatedWork && !w.finished && !w.failed {
+		if !w.workDone() && w.actor != actorFailed {
 			nc.RunningPods++
 		}
 	}

@@ -64,7 +64,7 @@ func (s *supervisor) addPods(ctx actor.Context, source string, pods []*v1.Pod) {
 			d.rejected = true
 			s.pods[p.UID] = d
 			klog.InfoS("Pod rejected at admission", "pod", klog.KObj(p), "podUID", p.UID, "reason", r.Reason, "message", r.Message)
-			s.tell(ctx, &messages.PodStatusRejected{Pod: p, Reason: r.Reason, Message: r.Message}, s.status)
+			s.tell(ctx, &messages.PodRejected{Pod: p, Reason: r.Reason, Message: r.Message}, s.status)
 			continue
 		}
 		s.pods[p.UID] = d

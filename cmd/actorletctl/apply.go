@@ -14,15 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/sources/validation"
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // stringList is a repeatable string flag.
@@ -78,7 +77,7 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 		}
 		manifests = append(manifests, m...)
 	}
-	kv, err := c.bucket(ctx, bus.DesiredBucket)
+	kv, err := c.bucket(ctx, wire.DesiredBucket)
 	if err != nil {
 		return err
 	}
@@ -202,7 +201,7 @@ func splitManifests(name string, r io.Reader) ([]manifest, error) {
 // onlyNode returns the node registered in the NodesBucket when there is
 // exactly one.
 func (c *cli) onlyNode(ctx context.Context) (string, error) {
-	kv, err := c.bucket(ctx, bus.NodesBucket)
+	kv, err := c.bucket(ctx, wire.NodesBucket)
 	if err != nil {
 		return "", err
 	}
@@ -214,7 +213,7 @@ func (c *cli) onlyNode(ctx context.Context) (string, error) {
 	}
 	var names []string
 	for _, e := range es {
-		names = append(names, bus.DecodeName(e.Key()))
+		names = append(names, wire.DecodeName(e.Key()))
 	}
 	switch len(names) {
 	case 1:
@@ -228,9 +227,9 @@ func (c *cli) onlyNode(ctx context.Context) (string, error) {
 // applyOne writes one pod for node (or, with sel, as a fleet pod), keeping
 // the UID and creation time of the pod already there.
 func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, node string, sel labels.Set) (applied, string, error) {
-	key := bus.DesiredNodeKey(node, pod.Namespace, pod.Name)
+	key := wire.DesiredNodeKey(node, pod.Namespace, pod.Name)
 	if sel != nil {
-		key = bus.DesiredFleetKey(pod.Namespace, pod.Name)
+		key = wire.DesiredFleetKey(pod.Namespace, pod.Name)
 		pod.Spec.NodeSelector = map[string]string(sel)
 		pod.Spec.NodeName = ""
 		node = ""
@@ -254,7 +253,7 @@ func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, 
 		}
 		verb = "configured"
 	case !errors.Is(err, jetstream.ErrKeyNotFound):
-		return applied{}, "", fmt.Errorf("read %s key %q: %w", bus.DesiredBucket, key, err)
+		return applied{}, "", fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err)
 	}
 	if pod.UID == "" {
 		pod.UID = uuid.NewUUID()
@@ -270,7 +269,7 @@ func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, 
 		return applied{pod: pod, node: node}, "unchanged", nil
 	}
 	if _, err := kv.Put(qctx, key, data); err != nil {
-		return applied{}, "", fmt.Errorf("write %s key %q: %w", bus.DesiredBucket, key, err)
+		return applied{}, "", fmt.Errorf("write %s key %q: %w", wire.DesiredBucket, key, err)
 	}
 	return applied{pod: pod, node: node}, verb, nil
 }

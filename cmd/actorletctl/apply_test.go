@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 func podYAML(name string) string {
@@ -54,19 +53,19 @@ func TestApply(t *testing.T) {
 		wantErr    []string
 	}{
 		{name: "file for a node", args: []string{"apply", "-f", single, "--node", "n1"},
-			wantKeys: []string{bus.DesiredNodeKey("n1", "default", "web")}, wantOut: []string{"pod/web created"}},
+			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "web")}, wantOut: []string{"pod/web created"}},
 		{name: "re-apply unchanged", args: []string{"apply", "-f", single, "--node", "n1"},
-			wantKeys: []string{bus.DesiredNodeKey("n1", "default", "web")}, wantOut: []string{"pod/web unchanged"}},
+			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "web")}, wantOut: []string{"pod/web unchanged"}},
 		{name: "directory with multi-doc and json", args: []string{"apply", "-f", sub, "--node", "n1"},
-			wantKeys: []string{bus.DesiredNodeKey("n1", "default", "a"), bus.DesiredNodeKey("n1", "default", "b"), bus.DesiredNodeKey("n1", "ops", "c")}},
+			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "a"), wire.DesiredNodeKey("n1", "default", "b"), wire.DesiredNodeKey("n1", "ops", "c")}},
 		{name: "stdin", args: []string{"apply", "-f", "-", "--node", "n2"}, stdin: podYAML("from-stdin"),
-			wantKeys: []string{bus.DesiredNodeKey("n2", "default", "from-stdin")}},
+			wantKeys: []string{wire.DesiredNodeKey("n2", "default", "from-stdin")}},
 		{name: "invalid pod: error, others applied", args: []string{"apply", "-f", mixed, "--node", "n1"}, wantCode: 1,
-			wantKeys:   []string{bus.DesiredNodeKey("n1", "default", "good1"), bus.DesiredNodeKey("n1", "default", "good2")},
-			absentKeys: []string{bus.DesiredNodeKey("n1", "default", "bad")},
+			wantKeys:   []string{wire.DesiredNodeKey("n1", "default", "good1"), wire.DesiredNodeKey("n1", "default", "good2")},
+			absentKeys: []string{wire.DesiredNodeKey("n1", "default", "bad")},
 			wantErr:    []string{"mixed.yaml (document 2)", "spec.containers[0].image", "1 of 3 pods not applied"}},
 		{name: "selector writes a fleet pod", args: []string{"apply", "-f", single, "--selector", "role=edge,zone=a"},
-			wantKeys: []string{bus.DesiredFleetKey("default", "web")}},
+			wantKeys: []string{wire.DesiredFleetKey("default", "web")}},
 		{name: "bad selector", args: []string{"apply", "-f", single, "--selector", "=x"}, wantCode: 1, wantErr: []string{"--selector"}},
 		{name: "no node registered", args: []string{"apply", "-f", single}, wantCode: 1, wantErr: []string{"no node is registered"}},
 		{name: "missing file", args: []string{"apply", "-f", filepath.Join(dir, "nope.yaml"), "--node", "n1"}, wantCode: 1, wantErr: []string{"nope.yaml"}},
@@ -79,12 +78,12 @@ func TestApply(t *testing.T) {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out, errOut)
 			}
 			for _, k := range tt.wantKeys {
-				if p := e.pod(bus.DesiredBucket, k); p == nil || p.UID == "" {
+				if p := e.pod(wire.DesiredBucket, k); p == nil || p.UID == "" {
 					t.Errorf("key %q: pod %v, want a pod with a UID", k, p)
 				}
 			}
 			for _, k := range tt.absentKeys {
-				if p := e.pod(bus.DesiredBucket, k); p != nil {
+				if p := e.pod(wire.DesiredBucket, k); p != nil {
 					t.Errorf("key %q was written", k)
 				}
 			}
@@ -102,30 +101,30 @@ func TestApply(t *testing.T) {
 	}
 
 	t.Run("details", func(t *testing.T) {
-		p := e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", "web"))
+		p := e.pod(wire.DesiredBucket, wire.DesiredNodeKey("n1", "default", "web"))
 		if p.Spec.NodeName != "n1" || p.Spec.RestartPolicy != v1.RestartPolicyAlways || !p.CreationTimestamp.Time.Equal(now) {
 			t.Fatalf("applied pod not defaulted/placed: %+v", p)
 		}
-		fleet := e.pod(bus.DesiredBucket, bus.DesiredFleetKey("default", "web"))
+		fleet := e.pod(wire.DesiredBucket, wire.DesiredFleetKey("default", "web"))
 		if fleet.Spec.NodeSelector["role"] != "edge" || fleet.Spec.NodeSelector["zone"] != "a" || fleet.Spec.NodeName != "" {
 			t.Fatalf("fleet pod selector = %v node %q", fleet.Spec.NodeSelector, fleet.Spec.NodeName)
 		}
 	})
 	t.Run("re-apply keeps the UID", func(t *testing.T) {
-		key := bus.DesiredNodeKey("n1", "default", "web")
-		before := e.pod(bus.DesiredBucket, key).UID
+		key := wire.DesiredNodeKey("n1", "default", "web")
+		before := e.pod(wire.DesiredBucket, key).UID
 		e.mustRun("apply", "-f", single, "--node", "n1")
-		if after := e.pod(bus.DesiredBucket, key).UID; after != before {
+		if after := e.pod(wire.DesiredBucket, key).UID; after != before {
 			t.Fatalf("UID changed from %s to %s", before, after)
 		}
 	})
 	t.Run("the only registered node is the default", func(t *testing.T) {
-		e.put(bus.NodesBucket, "solo", node("solo", now, v1.ConditionTrue))
+		e.put(wire.NodesBucket, "solo", node("solo", now, v1.ConditionTrue))
 		e.mustRun("apply", "-f", single)
-		if e.pod(bus.DesiredBucket, bus.DesiredNodeKey("solo", "default", "web")) == nil {
+		if e.pod(wire.DesiredBucket, wire.DesiredNodeKey("solo", "default", "web")) == nil {
 			t.Fatal("pod not written for the only node")
 		}
-		e.put(bus.NodesBucket, "other", node("other", now, v1.ConditionTrue))
+		e.put(wire.NodesBucket, "other", node("other", now, v1.ConditionTrue))
 		if _, errOut, code := e.run(context.Background(), "", "apply", "-f", single); code != 1 || !strings.Contains(errOut, "2 nodes are registered") {
 			t.Fatalf("exit %d stderr %q, want 2 nodes error", code, errOut)
 		}
@@ -139,18 +138,18 @@ func TestApplyWait(t *testing.T) {
 	// The "node" reports statuses once the pod is written.
 	report := func(name string, status func(*v1.Pod) *v1.Pod) {
 		testutil.Eventually(t, 10*time.Second, func() error {
-			p := e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", name))
+			p := e.pod(wire.DesiredBucket, wire.DesiredNodeKey("n1", "default", name))
 			if p == nil {
 				return fmt.Errorf("not applied yet")
 			}
-			e.put(bus.StatusBucket, bus.StatusKey("n1", "default", name), status(p.DeepCopy()))
+			e.put(wire.StatusBucket, wire.StatusKey("n1", "default", name), status(p.DeepCopy()))
 			return nil
 		})
 	}
 
 	t.Run("running", func(t *testing.T) {
 		go report("web", func(p *v1.Pod) *v1.Pod {
-			e.put(bus.StatusBucket, bus.StatusKey("n1", "default", "web"), waiting(p.DeepCopy(), "ContainerCreating", 0))
+			e.put(wire.StatusBucket, wire.StatusKey("n1", "default", "web"), waiting(p.DeepCopy(), "ContainerCreating", 0))
 			return running(p)
 		})
 		file := writeFile(t, dir, "web.yaml", podYAML("web"))

@@ -12,8 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/commands"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // DefaultServer is the NATS URL used without --server or ACTORLET_NATS_URL.
@@ -55,7 +54,7 @@ func (g *globalFlags) register(fs *flag.FlagSet) {
 type conn struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
-	client *commands.Client
+	client *wire.Client
 }
 
 // connect opens the connection once per invocation.
@@ -64,40 +63,25 @@ func (c *cli) connect(ctx context.Context) (*conn, error) {
 		return c.conn, nil
 	}
 	g := &c.g
-	switch {
-	case g.token != "" && g.user != "":
-		return nil, errors.New("--token and --user are mutually exclusive")
-	case (g.tlsCert == "") != (g.tlsKey == ""):
-		return nil, errors.New("--tls-cert and --tls-key must be given together")
-	case g.timeout <= 0:
+	auth := wire.ClientAuth{User: g.user, Password: g.password, Token: g.token, CredsFile: g.creds,
+		TLSCA: g.tlsCA, TLSCert: g.tlsCert, TLSKey: g.tlsKey}
+	if err := auth.Validate(); err != nil {
+		return nil, fmt.Errorf("bus flags (--user, --password, --token, --tls-cert, --tls-key): %w", err)
+	}
+	if g.timeout <= 0 {
 		return nil, errors.New("--timeout must be positive")
 	}
-	opts := []nats.Option{nats.Name("actorletctl"), nats.Timeout(g.timeout), nats.NoReconnect()}
-	if g.user != "" {
-		opts = append(opts, nats.UserInfo(g.user, g.password))
-	}
-	if g.token != "" {
-		opts = append(opts, nats.Token(g.token))
-	}
-	if g.creds != "" {
-		opts = append(opts, nats.UserCredentials(g.creds))
-	}
-	if g.tlsCA != "" {
-		opts = append(opts, nats.RootCAs(g.tlsCA))
-	}
-	if g.tlsCert != "" {
-		opts = append(opts, nats.ClientCert(g.tlsCert, g.tlsKey))
-	}
+	opts := append([]nats.Option{nats.Name("actorletctl"), nats.Timeout(g.timeout), nats.NoReconnect()}, auth.NATSOptions()...)
 	nc, err := nats.Connect(g.server, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", g.server, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", wire.RedactURLs(g.server), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("open JetStream: %w", err)
 	}
-	c.conn = &conn{nc: nc, js: js, client: &commands.Client{NC: nc, Timeout: g.timeout}}
+	c.conn = &conn{nc: nc, js: js, client: &wire.Client{NC: nc, Timeout: g.timeout}}
 	return c.conn, nil
 }
 
@@ -173,25 +157,25 @@ func (c *cli) podNode(ctx context.Context, namespace, name, node string) (string
 	if node != "" {
 		return node, nil
 	}
-	kv, err := c.bucket(ctx, bus.StatusBucket)
+	kv, err := c.bucket(ctx, wire.StatusBucket)
 	if err != nil {
 		return "", err
 	}
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	found, _, err := entries(qctx, kv, "*."+bus.EncodeName(namespace)+"."+bus.EncodeName(name), false)
+	found, _, err := entries(qctx, kv, "*."+wire.EncodeName(namespace)+"."+wire.EncodeName(name), false)
 	if err != nil {
 		return "", err
 	}
 	var nodes []string
 	for _, e := range found {
-		nodes = append(nodes, bus.DecodeName(firstToken(e.Key())))
+		nodes = append(nodes, wire.DecodeName(firstToken(e.Key())))
 	}
 	switch len(nodes) {
 	case 1:
 		return nodes[0], nil
 	case 0:
-		return "", fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, bus.StatusBucket)
+		return "", fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, wire.StatusBucket)
 	}
 	return "", fmt.Errorf("pod %s/%s runs on several nodes (%v): choose one with --node", namespace, name, nodes)
 }

@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 func (c *cli) delete(ctx context.Context, args []string) error {
@@ -37,7 +37,7 @@ func (c *cli) delete(ctx context.Context, args []string) error {
 	if *node != "" && *fleet {
 		return errors.New("--node and --selector are mutually exclusive")
 	}
-	kv, err := c.bucket(ctx, bus.DesiredBucket)
+	kv, err := c.bucket(ctx, wire.DesiredBucket)
 	if err != nil {
 		return err
 	}
@@ -49,14 +49,14 @@ func (c *cli) delete(ctx context.Context, args []string) error {
 	}
 	if *now || *grace == 0 {
 		if err := kv.Delete(qctx, key); err != nil {
-			return fmt.Errorf("delete %s key %q: %w", bus.DesiredBucket, key, err)
+			return fmt.Errorf("delete %s key %q: %w", wire.DesiredBucket, key, err)
 		}
 		fmt.Fprintf(c.stdout, "pod %q deleted (immediately)\n", name)
 		return nil
 	}
 	e, err := kv.Get(qctx, key)
 	if err != nil {
-		return fmt.Errorf("read %s key %q: %w", bus.DesiredBucket, key, err)
+		return fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err)
 	}
 	var pod v1.Pod
 	if err := decodeEntry(e, &pod); err != nil {
@@ -98,25 +98,25 @@ func desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, node strin
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("read %s key %q: %w", bus.DesiredBucket, key, err)
+			return false, fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err)
 		}
 		return true, nil
 	}
 	var candidates []string
 	switch {
 	case node != "":
-		candidates = []string{bus.DesiredNodeKey(node, ns, name)}
+		candidates = []string{wire.DesiredNodeKey(node, ns, name)}
 	case fleet:
-		candidates = []string{bus.DesiredFleetKey(ns, name)}
+		candidates = []string{wire.DesiredFleetKey(ns, name)}
 	default:
-		found, _, err := entries(ctx, kv, "node.*."+bus.EncodeName(ns)+"."+bus.EncodeName(name), false)
+		found, _, err := entries(ctx, kv, "node.*."+wire.EncodeName(ns)+"."+wire.EncodeName(name), false)
 		if err != nil {
 			return "", err
 		}
 		for _, e := range found {
 			candidates = append(candidates, e.Key())
 		}
-		candidates = append(candidates, bus.DesiredFleetKey(ns, name))
+		candidates = append(candidates, wire.DesiredFleetKey(ns, name))
 	}
 	var keys []string
 	for _, k := range candidates {
@@ -132,7 +132,7 @@ func desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, node strin
 	case 1:
 		return keys[0], nil
 	case 0:
-		return "", fmt.Errorf("pod %s/%s not found in %s", ns, name, bus.DesiredBucket)
+		return "", fmt.Errorf("pod %s/%s not found in %s", ns, name, wire.DesiredBucket)
 	}
 	return "", fmt.Errorf("pod %s/%s is applied more than once (%s): choose with --node N or --selector", ns, name, strings.Join(keys, ", "))
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/actorlet/actorlet/sources/bus"
 	"io"
 	"sort"
 	"strings"
@@ -12,7 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/sources/commands"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 func (c *cli) describe(ctx context.Context, args []string) error {
@@ -42,7 +41,7 @@ func (c *cli) describe(ctx context.Context, args []string) error {
 	}
 	if len(d.Events) == 0 {
 		// The node keeps no event history: read the pod's from the stream.
-		evs, _, err := c.storedEvents(ctx, cn, bus.EventSubject(n, *ns, pos[1]))
+		evs, _, err := c.storedEvents(ctx, cn, wire.EventSubject(n, *ns, pos[1]))
 		if err != nil {
 			fmt.Fprintf(c.stderr, "warning: events: %v\n", err)
 		}
@@ -54,7 +53,7 @@ func (c *cli) describe(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (c *cli) printDescription(out io.Writer, node string, d *commands.Description) {
+func (c *cli) printDescription(out io.Writer, node string, d *wire.Description) {
 	w := tabwriter.NewWriter(out, 0, 8, 1, ' ', 0)
 	defer w.Flush()
 	p, now := d.Pod, c.clock.Now()

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 func (c *cli) events(ctx context.Context, args []string) error {
@@ -55,7 +55,7 @@ func (c *cli) events(ctx context.Context, args []string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("watch %s: %w", bus.EventsStream, err)
+			return fmt.Errorf("watch %s: %w", wire.EventsStream, err)
 		}
 		if e := c.decodeEvent(m); e != nil {
 			tw := newTable(c.stdout)
@@ -72,26 +72,26 @@ func (c *cli) events(ctx context.Context, args []string) error {
 func (c *cli) storedEvents(ctx context.Context, cn *conn, filter string) ([]*v1.Event, jetstream.Consumer, error) {
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	cons, err := cn.js.OrderedConsumer(qctx, bus.EventsStream, jetstream.OrderedConsumerConfig{
+	cons, err := cn.js.OrderedConsumer(qctx, wire.EventsStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{filter},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, nil, fmt.Errorf("stream %s does not exist: is any actorlet node running on this bus?", bus.EventsStream)
+		return nil, nil, fmt.Errorf("stream %s does not exist: is any actorlet node running on this bus?", wire.EventsStream)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", bus.EventsStream, err)
+		return nil, nil, fmt.Errorf("read %s: %w", wire.EventsStream, err)
 	}
 	info, err := cons.Info(qctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", bus.EventsStream, err)
+		return nil, nil, fmt.Errorf("read %s: %w", wire.EventsStream, err)
 	}
 	latest := map[string]int{} // event name → index in evs
 	var evs []*v1.Event
 	for pending := info.NumPending; pending > 0; {
 		m, err := cons.Next(jetstream.FetchMaxWait(c.g.timeout))
 		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", bus.EventsStream, err)
+			return nil, nil, fmt.Errorf("read %s: %w", wire.EventsStream, err)
 		}
 		meta, _ := m.Metadata()
 		if e := c.decodeEvent(m); e != nil {
@@ -115,12 +115,12 @@ func (c *cli) storedEvents(ctx context.Context, cn *conn, filter string) ([]*v1.
 func eventFilter(node, ns string) string {
 	n, s := "*", "*"
 	if node != "" {
-		n = bus.EncodeName(node)
+		n = wire.EncodeName(node)
 	}
 	if ns != "" {
-		s = bus.EncodeName(ns)
+		s = wire.EncodeName(ns)
 	}
-	return bus.EventSubjectPrefix + "." + n + "." + s + ".*"
+	return wire.EventSubjectPrefix + "." + n + "." + s + ".*"
 }
 
 func (c *cli) decodeEvent(m jetstream.Msg) *v1.Event {

@@ -15,8 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/publish"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 func (c *cli) get(ctx context.Context, args []string) error {
@@ -59,10 +58,10 @@ func (c *cli) get(ctx context.Context, args []string) error {
 func statusFilter(namespace, node string) string {
 	n, ns := "*", "*"
 	if node != "" {
-		n = bus.EncodeName(node)
+		n = wire.EncodeName(node)
 	}
 	if namespace != "" {
-		ns = bus.EncodeName(namespace)
+		ns = wire.EncodeName(namespace)
 	}
 	return n + "." + ns + ".*"
 }
@@ -73,7 +72,7 @@ type podRow struct {
 }
 
 func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch bool) error {
-	kv, err := c.bucket(ctx, bus.StatusBucket)
+	kv, err := c.bucket(ctx, wire.StatusBucket)
 	if err != nil {
 		return err
 	}
@@ -94,7 +93,7 @@ func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch
 			fmt.Fprintf(c.stderr, "warning: %v\n", err)
 			continue
 		}
-		rows = append(rows, podRow{node: bus.DecodeName(firstToken(e.Key())), pod: &p})
+		rows = append(rows, podRow{node: wire.DecodeName(firstToken(e.Key())), pod: &p})
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i].pod, rows[j].pod
@@ -157,14 +156,14 @@ func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch
 var listMeta = metav1.TypeMeta{Kind: "List", APIVersion: "v1"}
 
 func (c *cli) printPodChange(e jetstream.KeyValueEntry, allNS bool, output string) error {
-	r := podRow{node: bus.DecodeName(firstToken(e.Key()))}
+	r := podRow{node: wire.DecodeName(firstToken(e.Key()))}
 	if e.Operation() != jetstream.KeyValuePut {
 		parts := strings.SplitN(e.Key(), ".", 3)
 		if len(parts) != 3 {
 			return nil
 		}
 		r.pod = &v1.Pod{}
-		r.pod.Namespace, r.pod.Name, r.pod.Status.Phase = bus.DecodeName(parts[1]), bus.DecodeName(parts[2]), "Deleted"
+		r.pod.Namespace, r.pod.Name, r.pod.Status.Phase = wire.DecodeName(parts[1]), wire.DecodeName(parts[2]), "Deleted"
 	} else {
 		var p v1.Pod
 		if err := decodeEntry(e, &p); err != nil {
@@ -213,7 +212,7 @@ func (c *cli) podLine(r podRow, allNS, wide bool) string {
 }
 
 func (c *cli) getNodes(ctx context.Context, output string) error {
-	kv, err := c.bucket(ctx, bus.NodesBucket)
+	kv, err := c.bucket(ctx, wire.NodesBucket)
 	if err != nil {
 		return err
 	}
@@ -253,7 +252,7 @@ func (c *cli) getNodes(ctx context.Context, output string) error {
 	fmt.Fprintln(tw, h)
 	for _, n := range nodes {
 		status := "NotReady"
-		if ok, _ := publish.NodeReady(n, now, publish.HeartbeatPeriod(n, publish.DefaultHeartbeatPeriod)); ok {
+		if ok, _ := wire.NodeReady(n, now, wire.HeartbeatPeriod(n, wire.DefaultHeartbeatPeriod)); ok {
 			status = "Ready"
 		}
 		if n.Spec.Unschedulable {

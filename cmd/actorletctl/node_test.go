@@ -14,9 +14,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/commands"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // cliNode is a commands.Node serving one pod, "web", with a real CRI log file.
@@ -30,14 +30,14 @@ func (n *cliNode) pod() *v1.Pod { return running(statusPod("default", "web", "u1
 
 func (n *cliNode) check(ns, name string) error {
 	if ns != "default" || name != "web" {
-		return commands.NotFound("pod %s/%s", ns, name)
+		return wire.NotFound("pod %s/%s", ns, name)
 	}
 	return nil
 }
 
 func (n *cliNode) ListPods(context.Context) ([]*v1.Pod, error) { return []*v1.Pod{n.pod()}, nil }
 
-func (n *cliNode) DescribePod(_ context.Context, ns, name string) (*commands.Description, error) {
+func (n *cliNode) DescribePod(_ context.Context, ns, name string) (*wire.Description, error) {
 	if err := n.check(ns, name); err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (n *cliNode) DescribePod(_ context.Context, ns, name string) (*commands.Des
 	if !n.noEvents {
 		events = []v1.Event{{Type: "Warning", Reason: "BackOff", Message: "Back-off restarting failed container"}}
 	}
-	return &commands.Description{
+	return &wire.Description{
 		Pod:      n.pod(),
 		Worker:   messages.PodWorkerDescription{Found: true, UID: "u1", WorkType: messages.TerminatingWork, PendingUpdate: "kill"},
 		Probes:   []messages.ProbeState{{ContainerName: "app", Kind: messages.Readiness, Result: messages.ProbeFailure, Failures: 2, Message: "HTTP 503"}},
@@ -89,7 +89,7 @@ func TestNodeCommands(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
 	// The pod's node is found from its status key.
-	e.put(bus.StatusBucket, bus.StatusKey("n1", "default", "web"), n.pod())
+	e.put(wire.StatusBucket, wire.StatusKey("n1", "default", "web"), n.pod())
 
 	t.Run("logs", func(t *testing.T) {
 		if out := e.mustRun("logs", "web", "--tail", "1", "--timestamps"); out != "2025-06-01T11:59:01Z two\n" {
@@ -149,7 +149,7 @@ func TestBinarySmoke(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	e.put(bus.NodesBucket, "n1", node("n1", time.Now(), v1.ConditionTrue))
+	e.put(wire.NodesBucket, "n1", node("n1", time.Now(), v1.ConditionTrue))
 	manifest := filepath.Join(t.TempDir(), "web.yaml")
 	if err := os.WriteFile(manifest, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: app\n    image: busybox\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestBinarySmoke(t *testing.T) {
 	if out, code := runBin("apply", "-f", manifest); code != 0 || !strings.Contains(out, "pod/web created") {
 		t.Fatalf("apply: exit %d\n%s", code, out)
 	}
-	if e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", "web")) == nil {
+	if e.pod(wire.DesiredBucket, wire.DesiredNodeKey("n1", "default", "web")) == nil {
 		t.Fatal("apply wrote nothing")
 	}
 	if out, code := runBin("frobnicate"); code != 2 || !strings.Contains(out, `unknown command "frobnicate"`) {
@@ -195,7 +195,7 @@ func TestDescribeReadsEventsFromTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	e.put(bus.StatusBucket, bus.StatusKey("n1", "default", "web"), n.pod())
+	e.put(wire.StatusBucket, wire.StatusKey("n1", "default", "web"), n.pod())
 	for _, count := range []int32{1, 2} { // a repeat, republished with a higher count
 		ev := v1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Name: "web.pulled", Namespace: "default"},
@@ -204,7 +204,7 @@ func TestDescribeReadsEventsFromTheStream(t *testing.T) {
 			LastTimestamp: metav1.NewTime(now),
 		}
 		data, _ := json.Marshal(ev)
-		if _, err := e.conn.JS.Publish(context.Background(), bus.EventSubject("n1", "default", "web"), data); err != nil {
+		if _, err := e.conn.JS.Publish(context.Background(), wire.EventSubject("n1", "default", "web"), data); err != nil {
 			t.Fatal(err)
 		}
 	}

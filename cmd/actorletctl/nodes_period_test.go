@@ -7,8 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/publish"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // get nodes judges a node by the heartbeat period it publishes: a node
@@ -17,10 +16,10 @@ import (
 func TestGetNodesJudgesByTheNodesOwnPeriod(t *testing.T) {
 	e := newEnv(t)
 	quick := node("quick", now.Add(-10*time.Second), v1.ConditionTrue)
-	quick.Annotations = map[string]string{publish.HeartbeatPeriodAnnotation: "1s"}
-	e.put(bus.NodesBucket, "quick", quick)
+	quick.Annotations = map[string]string{wire.HeartbeatPeriodAnnotation: "1s"}
+	e.put(wire.NodesBucket, "quick", quick)
 	slow := node("slow", now.Add(-10*time.Second), v1.ConditionTrue)
-	e.put(bus.NodesBucket, "slow", slow)
+	e.put(wire.NodesBucket, "slow", slow)
 	out := e.mustRun("get", "nodes")
 	for _, w := range []string{"quick   NotReady", "slow    Ready"} {
 		if !strings.Contains(out, w) {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/actorlet/actorlet/sources/commands"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // target resolves a pod's node and the command client.
-func (c *cli) target(ctx context.Context, ns, name, node string) (string, *commands.Client, error) {
+func (c *cli) target(ctx context.Context, ns, name, node string) (string, *wire.Client, error) {
 	n, err := c.podNode(ctx, ns, name, node)
 	if err != nil {
 		return "", nil, err
@@ -45,7 +45,7 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := commands.LogsRequest{Namespace: *ns, Name: name, Container: *container, Follow: *follow, Previous: *previous, Timestamps: *timestamps}
+	req := wire.LogsRequest{Namespace: *ns, Name: name, Container: *container, Follow: *follow, Previous: *previous, Timestamps: *timestamps}
 	if *tail >= 0 {
 		req.TailLines = tail
 	}
@@ -75,7 +75,7 @@ func (c *cli) exec(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := client.Exec(ctx, n, commands.ExecRequest{Namespace: *ns, Name: name, Container: *container, Command: cmd, TimeoutSeconds: int64(timeout.Seconds())})
+	resp, err := client.Exec(ctx, n, wire.ExecRequest{Namespace: *ns, Name: name, Container: *container, Command: cmd, TimeoutSeconds: int64(timeout.Seconds())})
 	if err != nil {
 		return err
 	}

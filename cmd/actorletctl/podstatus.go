@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // podReason is the STATUS column: like kubectl, the most telling of the
@@ -58,7 +60,7 @@ func podReason(p *v1.Pod) string {
 	}
 	// A pod ended by the node for a reason of its own (Evicted, a rejected
 	// admission) says so rather than showing its killed containers' reason.
-	if (p.Status.Phase == v1.PodFailed || p.Status.Phase == v1.PodSucceeded) && p.Status.Reason != "" {
+	if podrules.IsTerminal(p.Status.Phase) && p.Status.Reason != "" {
 		reason = p.Status.Reason
 	}
 	if p.DeletionTimestamp != nil {

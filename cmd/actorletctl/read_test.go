@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
-
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 func TestDelete(t *testing.T) {
@@ -25,17 +24,17 @@ func TestDelete(t *testing.T) {
 	seed := func(key, name string) {
 		p := statusPod("default", name, "u-"+name, now)
 		p.Spec.TerminationGracePeriodSeconds = &grace
-		e.put(bus.DesiredBucket, key, p)
+		e.put(wire.DesiredBucket, key, p)
 	}
-	seed(bus.DesiredNodeKey("n1", "default", "web"), "web")
-	seed(bus.DesiredNodeKey("n1", "default", "gone"), "gone")
-	seed(bus.DesiredFleetKey("default", "edge"), "edge")
-	seed(bus.DesiredNodeKey("n1", "default", "twice"), "twice")
-	seed(bus.DesiredNodeKey("n2", "default", "twice"), "twice")
+	seed(wire.DesiredNodeKey("n1", "default", "web"), "web")
+	seed(wire.DesiredNodeKey("n1", "default", "gone"), "gone")
+	seed(wire.DesiredFleetKey("default", "edge"), "edge")
+	seed(wire.DesiredNodeKey("n1", "default", "twice"), "twice")
+	seed(wire.DesiredNodeKey("n2", "default", "twice"), "twice")
 
 	t.Run("graceful uses the pod's grace period", func(t *testing.T) {
 		out := e.mustRun("delete", "pod", "web")
-		p := e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", "web"))
+		p := e.pod(wire.DesiredBucket, wire.DesiredNodeKey("n1", "default", "web"))
 		if p == nil || p.DeletionTimestamp == nil || !p.DeletionTimestamp.Time.Equal(now) || *p.DeletionGracePeriodSeconds != 20 {
 			t.Fatalf("pod after graceful delete: %+v", p)
 		}
@@ -46,19 +45,19 @@ func TestDelete(t *testing.T) {
 	t.Run("grace period can only shorten", func(t *testing.T) {
 		e.mustRun("delete", "pod", "web", "--grace-period", "5")
 		e.mustRun("delete", "pod", "web", "--grace-period", "50")
-		if g := *e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", "web")).DeletionGracePeriodSeconds; g != 5 {
+		if g := *e.pod(wire.DesiredBucket, wire.DesiredNodeKey("n1", "default", "web")).DeletionGracePeriodSeconds; g != 5 {
 			t.Fatalf("grace = %d, want 5", g)
 		}
 	})
 	t.Run("now removes the key", func(t *testing.T) {
 		e.mustRun("delete", "pod", "gone", "--now")
-		if e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", "gone")) != nil {
+		if e.pod(wire.DesiredBucket, wire.DesiredNodeKey("n1", "default", "gone")) != nil {
 			t.Fatal("key still there")
 		}
 	})
 	t.Run("fleet pod found without flags, grace 0 removes", func(t *testing.T) {
 		e.mustRun("delete", "pod", "edge", "--grace-period", "0")
-		if e.pod(bus.DesiredBucket, bus.DesiredFleetKey("default", "edge")) != nil {
+		if e.pod(wire.DesiredBucket, wire.DesiredFleetKey("default", "edge")) != nil {
 			t.Fatal("fleet key still there")
 		}
 	})
@@ -68,7 +67,7 @@ func TestDelete(t *testing.T) {
 			t.Fatalf("exit %d stderr %q", code, errOut)
 		}
 		e.mustRun("delete", "pod", "twice", "--node", "n2", "--now")
-		if e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n2", "default", "twice")) != nil || e.pod(bus.DesiredBucket, bus.DesiredNodeKey("n1", "default", "twice")) == nil {
+		if e.pod(wire.DesiredBucket, wire.DesiredNodeKey("n2", "default", "twice")) != nil || e.pod(wire.DesiredBucket, wire.DesiredNodeKey("n1", "default", "twice")) == nil {
 			t.Fatal("wrong key deleted")
 		}
 	})
@@ -88,10 +87,10 @@ func seedStatuses(e *env) {
 	term := running(statusPod("default", "old", "u4", now.Add(-time.Hour)))
 	ts := metav1.NewTime(now)
 	term.DeletionTimestamp = &ts
-	e.put(bus.StatusBucket, bus.StatusKey("n1", "default", "web"), web)
-	e.put(bus.StatusBucket, bus.StatusKey("n2", "default", "crash"), crash)
-	e.put(bus.StatusBucket, bus.StatusKey("n1", "kube-system", "dns"), dns)
-	e.put(bus.StatusBucket, bus.StatusKey("n1", "default", "old"), term)
+	e.put(wire.StatusBucket, wire.StatusKey("n1", "default", "web"), web)
+	e.put(wire.StatusBucket, wire.StatusKey("n2", "default", "crash"), crash)
+	e.put(wire.StatusBucket, wire.StatusKey("n1", "kube-system", "dns"), dns)
+	e.put(wire.StatusBucket, wire.StatusKey("n1", "default", "old"), term)
 }
 
 func TestGetPods(t *testing.T) {
@@ -161,7 +160,7 @@ func TestGetPods(t *testing.T) {
 		})
 		// The listing is out, so the watch is running: a change is printed.
 		p := waiting(statusPod("kube-system", "dns", "u3", now.Add(-time.Hour)), "ErrImagePull", 0)
-		e.put(bus.StatusBucket, bus.StatusKey("n1", "kube-system", "dns"), p)
+		e.put(wire.StatusBucket, wire.StatusKey("n1", "kube-system", "dns"), p)
 		testutil.Eventually(t, 10*time.Second, func() error {
 			if !strings.Contains(out.String(), "ErrImagePull") {
 				return fmt.Errorf("change not printed:\n%s", out.String())
@@ -183,9 +182,9 @@ func TestGetPods(t *testing.T) {
 
 func TestGetNodes(t *testing.T) {
 	e := newEnv(t)
-	e.put(bus.NodesBucket, "fresh", node("fresh", now.Add(-5*time.Second), v1.ConditionTrue))
-	e.put(bus.NodesBucket, "stale", node("stale", now.Add(-10*time.Minute), v1.ConditionTrue))
-	e.put(bus.NodesBucket, "sick", node("sick", now, v1.ConditionFalse))
+	e.put(wire.NodesBucket, "fresh", node("fresh", now.Add(-5*time.Second), v1.ConditionTrue))
+	e.put(wire.NodesBucket, "stale", node("stale", now.Add(-10*time.Minute), v1.ConditionTrue))
+	e.put(wire.NodesBucket, "sick", node("sick", now, v1.ConditionFalse))
 	out := e.mustRun("get", "nodes")
 	for _, w := range []string{"NAME    STATUS     AGE   VERSION", "fresh   Ready      60m   actorlet-0.1", "sick    NotReady", "stale   NotReady"} {
 		if !strings.Contains(out, w) {
@@ -212,7 +211,7 @@ func TestEvents(t *testing.T) {
 			LastTimestamp: metav1.NewTime(at), Count: 1,
 		}
 		data, _ := json.Marshal(ev)
-		if _, err := e.conn.JS.Publish(context.Background(), bus.EventSubject(nodeName, ns, name), data); err != nil {
+		if _, err := e.conn.JS.Publish(context.Background(), wire.EventSubject(nodeName, ns, name), data); err != nil {
 			t.Fatal(err)
 		}
 	}

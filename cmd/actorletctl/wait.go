@@ -10,7 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // waitRunning watches the StatusBucket until every applied pod is running
@@ -19,13 +19,13 @@ func (c *cli) waitRunning(ctx context.Context, pods []applied) error {
 	if len(pods) == 0 {
 		return nil
 	}
-	kv, err := c.bucket(ctx, bus.StatusBucket)
+	kv, err := c.bucket(ctx, wire.StatusBucket)
 	if err != nil {
 		return err
 	}
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", bus.StatusBucket, err)
+		return fmt.Errorf("watch %s: %w", wire.StatusBucket, err)
 	}
 	defer func() { _ = w.Stop() }()
 
@@ -80,12 +80,12 @@ func (c *cli) waitRunning(ctx context.Context, pods []applied) error {
 // record keeps a status if it belongs to one of the applied pods (same
 // UID: older statuses of a replaced pod are ignored).
 func (c *cli) record(pods []applied, statuses []map[string]*v1.Pod, key string, value []byte) {
-	node := bus.DecodeName(firstToken(key))
+	node := wire.DecodeName(firstToken(key))
 	for i, a := range pods {
 		if a.node != "" && a.node != node {
 			continue
 		}
-		if key != bus.StatusKey(node, a.pod.Namespace, a.pod.Name) {
+		if key != wire.StatusKey(node, a.pod.Namespace, a.pod.Name) {
 			continue
 		}
 		if len(value) == 0 {
@@ -128,7 +128,7 @@ func progressLine(a applied, byNode map[string]*v1.Pod, outcome, why string) str
 	}
 	var parts []string
 	for key, p := range byNode {
-		s := fmt.Sprintf("%s on %s", podReason(p), bus.DecodeName(firstToken(key)))
+		s := fmt.Sprintf("%s on %s", podReason(p), wire.DecodeName(firstToken(key)))
 		if r := waitingReasons(p); r != "" {
 			s += " [" + r + "]"
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/seconds"
+
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // podGracePeriod is the pod's termination grace: the override if set, else
@@ -26,7 +28,7 @@ func podGracePeriod(pod *v1.Pod, override *int64) int64 {
 	case pod.Spec.TerminationGracePeriodSeconds != nil:
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}
-	return defaultGracePeriod
+	return podrules.DefaultGracePeriodSeconds
 }
 
 // KillContainer stops one container: its preStop hook within the grace

@@ -16,8 +16,6 @@ import (
 
 // Kubelet constants this manager reproduces.
 const (
-	// defaultGracePeriod is the pod termination grace when the spec has none.
-	defaultGracePeriod int64 = 30
 	// orphanGracePeriod is used to kill a pod no source knows.
 	orphanGracePeriod int64 = 1
 	// minimumGracePeriod is the least StopContainer gets after a preStop hook.

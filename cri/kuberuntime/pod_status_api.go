@@ -1,14 +1,12 @@
 package kuberuntime
 
 import (
-	"fmt"
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // Waiting reasons that are not failures.
@@ -227,12 +225,7 @@ func podPhase(pod *v1.Pod, inits, regular []v1.ContainerStatus) v1.PodPhase {
 }
 
 func (m *Manager) podConditions(pod *v1.Pod, status *cri.PodStatus, pendingInit []string) []v1.PodCondition {
-	initialized := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
-	if len(pendingInit) > 0 {
-		initialized.Status = v1.ConditionFalse
-		initialized.Reason = "ContainersNotInitialized"
-		initialized.Message = fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(pendingInit, " "))
-	}
+	initialized := podrules.InitializedCondition(pendingInit)
 	sandboxReady := v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
 	if len(status.SandboxStatuses) > 0 {
 		s := status.SandboxStatuses[0]

@@ -1,18 +1,28 @@
 package remote
 
 import (
+	"context"
 	"errors"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Recorder records events about pods (the events engineer's recorder fits).
 type Recorder interface {
 	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
+}
+
+// StatusEntries is what the source needs of the owner of the status
+// entries (publish.StatusPublisher implements it).
+type StatusEntries interface {
+	WriteNow(ctx context.Context, pod *v1.Pod) error
+	DeleteIf(ctx context.Context, namespace, name string, match func(*v1.Pod) bool) bool
+	PruneStale(ctx context.Context, source string, keep []wire.PodRef)
 }
 
 // Config of a remote source.
@@ -26,6 +36,10 @@ type Config struct {
 	NodeLabels map[string]string
 	// Out receives the updates, one call at a time, in order.
 	Out func(messages.PodUpdate)
+	// Statuses owns the node's status entries (publish.StatusPublisher):
+	// the source writes and clears the Failed status of rejected keys and
+	// prunes its stale entries through it.
+	Statuses StatusEntries
 	// Recorder, optional, gets a FailedValidation event per rejected entry.
 	Recorder Recorder
 	// OnInvalid, optional, is told about every rejected entry.
@@ -44,6 +58,9 @@ func (c *Config) validate() error {
 	}
 	if c.Out == nil {
 		errs = append(errs, errors.New("remote source config: out is required"))
+	}
+	if c.Statuses == nil {
+		errs = append(errs, errors.New("remote source config: statuses is required"))
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}

@@ -1,5 +1,5 @@
 // Package remote is the durable pod source: desired pods an operator writes
-// into the JetStream KV bucket bus.DesiredBucket, watched under this node's
+// into the JetStream KV bucket wire.DesiredBucket, watched under this node's
 // keys (node.<node>.>) and the fleet keys (fleet.>).
 //
 // The watch loop:
@@ -16,5 +16,8 @@
 // while the node was cut off, including deletions it never saw.
 //
 // Invalid entries are rejected one by one (log, FailedValidation event and
-// status entry, OnInvalid) and never stop the watch.
+// status entry, OnInvalid) and never stop the watch. Status entries are
+// written, cleared and pruned through Config.Statuses, their one owner; the
+// source deletes only desired keys (Finalize, which the status owner calls
+// when a deleted pod has terminated).
 package remote

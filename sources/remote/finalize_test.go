@@ -9,12 +9,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {
 	e := newEnv(t)
-	key := bus.DesiredNodeKey("n1", "default", "web")
+	key := wire.DesiredNodeKey("n1", "default", "web")
 	s, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)
 
@@ -35,7 +35,7 @@ func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {
 	if err := s.Finalize(e.ctx, deleted); err != nil {
 		t.Fatalf("Finalize: %v", err)
 	}
-	kv, err := e.conn.JS.KeyValue(e.ctx, bus.DesiredBucket)
+	kv, err := e.conn.JS.KeyValue(e.ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {
 
 func TestStartRejectsBadConfig(t *testing.T) {
 	_, err := Start(t.Context(), Config{})
-	for _, want := range []string{"conn is required", "nodeName is required", "out is required"} {
+	for _, want := range []string{"conn is required", "nodeName is required", "out is required", "statuses is required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Start(empty config) error = %v, want %q", err, want)
 		}

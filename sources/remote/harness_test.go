@@ -8,14 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
 )
 
 const waitFor = 10 * time.Second
@@ -95,9 +97,14 @@ func testContext(t *testing.T) context.Context {
 func (e *env) start(t *testing.T, node string, labels map[string]string) (*Source, *collector) {
 	t.Helper()
 	c := &collector{invalid: map[string]error{}}
+	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: e.conn.JS, NodeName: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(statuses.Stop)
 	s, err := Start(e.ctx, Config{
 		Conn: e.conn, NodeName: node, NodeLabels: labels,
-		Out: c.out, Recorder: c, OnInvalid: c.onInvalid,
+		Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid,
 	})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -108,7 +115,7 @@ func (e *env) start(t *testing.T, node string, labels map[string]string) (*Sourc
 
 func (e *env) put(t *testing.T, key string, value []byte) {
 	t.Helper()
-	kv, err := e.conn.JS.KeyValue(e.ctx, bus.DesiredBucket)
+	kv, err := e.conn.JS.KeyValue(e.ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +126,7 @@ func (e *env) put(t *testing.T, key string, value []byte) {
 
 func (e *env) del(t *testing.T, key string) {
 	t.Helper()
-	kv, err := e.conn.JS.KeyValue(e.ctx, bus.DesiredBucket)
+	kv, err := e.conn.JS.KeyValue(e.ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +138,11 @@ func (e *env) del(t *testing.T, key string) {
 // status reads a pod's status entry; nil when there is none.
 func (e *env) status(t *testing.T, node, namespace, name string) *v1.Pod {
 	t.Helper()
-	kv, err := e.conn.JS.KeyValue(e.ctx, bus.StatusBucket)
+	kv, err := e.conn.JS.KeyValue(e.ctx, wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry, err := kv.Get(e.ctx, bus.StatusKey(node, namespace, name))
+	entry, err := kv.Get(e.ctx, wire.StatusKey(node, namespace, name))
 	if err != nil {
 		return nil
 	}

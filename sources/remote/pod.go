@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/sources/validation"
 )
 
@@ -29,7 +29,7 @@ const (
 )
 
 // admit turns an entry's value into the pod this node delivers.
-func (s *Source) admit(key bus.DesiredKey, raw string, data []byte) (*v1.Pod, verdict, error) {
+func (s *Source) admit(key wire.DesiredKey, raw string, data []byte) (*v1.Pod, verdict, error) {
 	pod, err := validation.DecodePod(data)
 	if err != nil {
 		return nil, rejected, err
@@ -78,7 +78,7 @@ func (s *Source) stamp(pod *v1.Pod, raw string) {
 // name-based UUID), so every update of a key keeps its pod's UID, across
 // agent restarts too.
 func (s *Source) uidFor(key string) types.UID {
-	sum := sha1.Sum([]byte("actorlet/" + bus.DesiredBucket + "/" + s.cfg.NodeName + "/" + key))
+	sum := sha1.Sum([]byte("actorlet/" + wire.DesiredBucket + "/" + s.cfg.NodeName + "/" + key))
 	sum[6] = (sum[6] & 0x0f) | 0x50
 	sum[8] = (sum[8] & 0x3f) | 0x80
 	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]))

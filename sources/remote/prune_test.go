@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 // A status an earlier run of the agent published for a pod whose key was
@@ -19,7 +19,7 @@ import (
 // statuses of desired pods, static pods and other nodes are kept.
 func TestStaleStatusesArePrunedAtStart(t *testing.T) {
 	e := newEnv(t)
-	kv, err := e.conn.JS.KeyValue(e.ctx, bus.StatusBucket)
+	kv, err := e.conn.JS.KeyValue(e.ctx, wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestStaleStatusesArePrunedAtStart(t *testing.T) {
 			Annotations: map[string]string{messages.ConfigSourceAnnotation: source}}}
 		pod.Status.Phase = v1.PodRunning
 		data, _ := json.Marshal(pod)
-		if _, err := kv.Put(e.ctx, bus.StatusKey(node, "default", name), data); err != nil {
+		if _, err := kv.Put(e.ctx, wire.StatusKey(node, "default", name), data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -37,7 +37,7 @@ func TestStaleStatusesArePrunedAtStart(t *testing.T) {
 	seed("n1", "kept", messages.SourceRemote)
 	seed("n1", "web-n1", messages.SourceFile)
 	seed("n2", "gone", messages.SourceRemote)
-	e.put(t, bus.DesiredNodeKey("n1", "default", "kept"), podJSON(t, "default", "kept", "a:1"))
+	e.put(t, wire.DesiredNodeKey("n1", "default", "kept"), podJSON(t, "default", "kept", "a:1"))
 
 	_, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Re-watch back-off after a failed or lost watch.
@@ -31,9 +31,8 @@ var (
 
 // Source delivers the desired pods of one node from the bus.
 type Source struct {
-	cfg    Config
-	kv     jetstream.KeyValue // bus.DesiredBucket
-	status jetstream.KeyValue // bus.StatusBucket
+	cfg Config
+	kv  jetstream.KeyValue // wire.DesiredBucket
 
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -55,19 +54,14 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	kv, err := cfg.Conn.JS.KeyValue(ctx, bus.DesiredBucket)
+	kv, err := cfg.Conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", bus.DesiredBucket, err)
-	}
-	status, err := cfg.Conn.JS.KeyValue(ctx, bus.StatusBucket)
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", bus.StatusBucket, err)
+		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", wire.DesiredBucket, err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	s := &Source{
 		cfg:       cfg,
 		kv:        kv,
-		status:    status,
 		cancel:    cancel,
 		done:      make(chan struct{}),
 		resync:    make(chan struct{}, 1),
@@ -130,10 +124,10 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	filters := []string{bus.DesiredNodeWatch(s.cfg.NodeName), bus.DesiredFleetWatch}
+	filters := []string{wire.DesiredNodeWatch(s.cfg.NodeName), wire.DesiredFleetWatch}
 	w, err := s.kv.WatchFiltered(wctx, filters)
 	if err != nil {
-		return false, fmt.Errorf("watch %s %v: %w", bus.DesiredBucket, filters, err)
+		return false, fmt.Errorf("watch %s %v: %w", wire.DesiredBucket, filters, err)
 	}
 	defer func() {
 		_ = w.Stop()
@@ -148,7 +142,7 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	for initDone := false; !initDone; {
 		select {
 		case <-timeout:
-			return false, fmt.Errorf("initial values of %s not received within %s", bus.DesiredBucket, initialTimeout)
+			return false, fmt.Errorf("initial values of %s not received within %s", wire.DesiredBucket, initialTimeout)
 		case e, ok := <-w.Updates():
 			if !ok {
 				return false, errWatchClosed

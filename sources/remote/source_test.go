@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
 )
 
 func TestInitialSetIsSentEvenWhenEmpty(t *testing.T) {
@@ -26,12 +26,12 @@ func TestInitialSetIsSentEvenWhenEmpty(t *testing.T) {
 
 func TestInitialSetHoldsThisNodesPods(t *testing.T) {
 	e := newEnv(t)
-	e.put(t, bus.DesiredNodeKey("n1", "default", "web"), podJSON(t, "default", "web", "nginx:1.27"))
-	e.put(t, bus.DesiredNodeKey("n2", "default", "other"), podJSON(t, "default", "other", "nginx:1.27"))
-	e.put(t, bus.DesiredFleetKey("kube-system", "agent"), podJSON(t, "kube-system", "agent", "agent:1", withSelector(map[string]string{"role": "edge"})))
-	e.put(t, bus.DesiredFleetKey("kube-system", "gpu"), podJSON(t, "kube-system", "gpu", "gpu:1", withSelector(map[string]string{"gpu": "true"})))
+	e.put(t, wire.DesiredNodeKey("n1", "default", "web"), podJSON(t, "default", "web", "nginx:1.27"))
+	e.put(t, wire.DesiredNodeKey("n2", "default", "other"), podJSON(t, "default", "other", "nginx:1.27"))
+	e.put(t, wire.DesiredFleetKey("kube-system", "agent"), podJSON(t, "kube-system", "agent", "agent:1", withSelector(map[string]string{"role": "edge"})))
+	e.put(t, wire.DesiredFleetKey("kube-system", "gpu"), podJSON(t, "kube-system", "gpu", "gpu:1", withSelector(map[string]string{"gpu": "true"})))
 	// YAML, without namespace or name: both come from the key.
-	e.put(t, bus.DesiredNodeKey("n1", "team-a", "yaml"), []byte("spec:\n  containers:\n  - name: c\n    image: busybox:1.36\n"))
+	e.put(t, wire.DesiredNodeKey("n1", "team-a", "yaml"), []byte("spec:\n  containers:\n  - name: c\n    image: busybox:1.36\n"))
 
 	_, c := e.start(t, "n1", map[string]string{"role": "edge"})
 	got := c.waitUpdates(t, 1)[0]
@@ -58,7 +58,7 @@ func TestInitialSetHoldsThisNodesPods(t *testing.T) {
 func TestChangesArriveInOrder(t *testing.T) {
 	e := newEnv(t)
 	const node, ns, name = "node-1.example.com", "team-a", "web.v2" // dotted names round-trip
-	key := bus.DesiredNodeKey(node, ns, name)
+	key := wire.DesiredNodeKey(node, ns, name)
 	_, c := e.start(t, node, nil)
 	c.waitUpdates(t, 1)
 
@@ -106,10 +106,10 @@ func TestFleetPodRunsOnlyWhereLabelsMatch(t *testing.T) {
 	edge.waitUpdates(t, 1)
 	core.waitUpdates(t, 1)
 
-	key := bus.DesiredFleetKey("default", "agent")
+	key := wire.DesiredFleetKey("default", "agent")
 	e.put(t, key, podJSON(t, "default", "agent", "agent:1", withSelector(map[string]string{"role": "edge"})))
 	// A marker pod for core: once it arrives, the fleet put was seen too.
-	e.put(t, bus.DesiredNodeKey("core-1", "default", "marker"), podJSON(t, "default", "marker", "m:1"))
+	e.put(t, wire.DesiredNodeKey("core-1", "default", "marker"), podJSON(t, "default", "marker", "m:1"))
 	got := edge.waitUpdates(t, 2)
 	if got[1].Op != messages.OpAdd || got[1].Pods[0].Name != "agent" || got[1].Pods[0].Spec.NodeName != "edge-1" {
 		t.Fatalf("edge got %v, want ADD agent", got[1])
@@ -138,12 +138,12 @@ func TestWritesWhileStoppedArriveInNextSet(t *testing.T) {
 	e := newEnv(t)
 	s, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)
-	e.put(t, bus.DesiredNodeKey("n1", "default", "old"), podJSON(t, "default", "old", "a:1"))
+	e.put(t, wire.DesiredNodeKey("n1", "default", "old"), podJSON(t, "default", "old", "a:1"))
 	c.waitUpdates(t, 2)
 	s.Stop()
 
-	e.put(t, bus.DesiredNodeKey("n1", "default", "new"), podJSON(t, "default", "new", "b:1"))
-	e.del(t, bus.DesiredNodeKey("n1", "default", "old"))
+	e.put(t, wire.DesiredNodeKey("n1", "default", "new"), podJSON(t, "default", "new", "b:1"))
+	e.del(t, wire.DesiredNodeKey("n1", "default", "old"))
 
 	_, c2 := e.start(t, "n1", nil)
 	got := c2.waitUpdates(t, 1)[0]
@@ -156,18 +156,18 @@ func TestWatchSurvivesServerRestart(t *testing.T) {
 	e := newEnv(t)
 	_, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)
-	e.put(t, bus.DesiredNodeKey("n1", "default", "before"), podJSON(t, "default", "before", "a:1"))
+	e.put(t, wire.DesiredNodeKey("n1", "default", "before"), podJSON(t, "default", "before", "a:1"))
 	c.waitUpdates(t, 2)
 
 	e.srv.Restart()
 	// Written as soon as the server is back, possibly before the source's
 	// connection has reconnected: it must still arrive, exactly once.
 	writer := bustest.Connect(t, e.srv)
-	kv, err := writer.JS.KeyValue(e.ctx, bus.DesiredBucket)
+	kv, err := writer.JS.KeyValue(e.ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatalf("desired bucket after restart: %v", err)
 	}
-	if _, err := kv.Put(e.ctx, bus.DesiredNodeKey("n1", "default", "after"), podJSON(t, "default", "after", "b:1")); err != nil {
+	if _, err := kv.Put(e.ctx, wire.DesiredNodeKey("n1", "default", "after"), podJSON(t, "default", "after", "b:1")); err != nil {
 		t.Fatal(err)
 	}
 	got := c.waitUpdates(t, 3)
@@ -175,7 +175,7 @@ func TestWatchSurvivesServerRestart(t *testing.T) {
 		t.Fatalf("after restart got %v, want ADD after", got[2])
 	}
 	// And the watch keeps going.
-	e.del(t, bus.DesiredNodeKey("n1", "default", "before"))
+	e.del(t, wire.DesiredNodeKey("n1", "default", "before"))
 	got = c.waitUpdates(t, 4)
 	if got[3].Op != messages.OpRemove || got[3].Pods[0].Name != "before" {
 		t.Fatalf("got %v, want REMOVE before", got[3])
@@ -188,10 +188,10 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 		value []byte
 		want  string
 	}{
-		bus.DesiredNodeKey("n1", "default", "garbage"):  {[]byte("{not: [valid"), "payload is not JSON or YAML"},
-		bus.DesiredNodeKey("n1", "default", "deploy"):   {[]byte(`{"apiVersion":"apps/v1","kind":"Deployment"}`), `kind is "Deployment", want Pod`},
-		bus.DesiredNodeKey("n1", "default", "noimage"):  {podJSON(t, "default", "noimage", ""), "spec.containers[0].image: Required value"},
-		bus.DesiredNodeKey("n1", "default", "mismatch"): {podJSON(t, "default", "other", "a:1"), "metadata names default/other"},
+		wire.DesiredNodeKey("n1", "default", "garbage"):  {[]byte("{not: [valid"), "payload is not JSON or YAML"},
+		wire.DesiredNodeKey("n1", "default", "deploy"):   {[]byte(`{"apiVersion":"apps/v1","kind":"Deployment"}`), `kind is "Deployment", want Pod`},
+		wire.DesiredNodeKey("n1", "default", "noimage"):  {podJSON(t, "default", "noimage", ""), "spec.containers[0].image: Required value"},
+		wire.DesiredNodeKey("n1", "default", "mismatch"): {podJSON(t, "default", "other", "a:1"), "metadata names default/other"},
 	}
 	for key, b := range bad {
 		e.put(t, key, b.value) // before start: part of the initial values
@@ -202,7 +202,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 	}
 	// And after start: a malformed key, then a valid pod that must arrive.
 	e.put(t, "node.n1.default", podJSON(t, "default", "x", "a:1"))
-	e.put(t, bus.DesiredNodeKey("n1", "default", "good"), podJSON(t, "default", "good", "a:1"))
+	e.put(t, wire.DesiredNodeKey("n1", "default", "good"), podJSON(t, "default", "good", "a:1"))
 	if got := c.waitUpdates(t, 2)[1]; got.Op != messages.OpAdd || got.Pods[0].Name != "good" {
 		t.Fatalf("got %v, want ADD good", got)
 	}
@@ -214,7 +214,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%s: OnInvalid error = %v, want %q", key, err, b.want)
 		}
-		dk, _ := bus.ParseDesiredKey(key)
+		dk, _ := wire.ParseDesiredKey(key)
 		st := e.status(t, "n1", dk.Namespace, dk.Name)
 		if st == nil || st.Status.Phase != v1.PodFailed || st.Status.Reason != FailedValidationReason || !strings.Contains(st.Status.Message, b.want) {
 			t.Errorf("%s: status entry = %+v, want Failed/FailedValidation mentioning %q", key, st, b.want)
@@ -228,7 +228,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 	}
 
 	// Fixing a bad key delivers the pod and clears its failed status.
-	e.put(t, bus.DesiredNodeKey("n1", "default", "noimage"), podJSON(t, "default", "noimage", "a:1"))
+	e.put(t, wire.DesiredNodeKey("n1", "default", "noimage"), podJSON(t, "default", "noimage", "a:1"))
 	if got := c.waitUpdates(t, 3)[2]; got.Op != messages.OpAdd || got.Pods[0].Name != "noimage" {
 		t.Fatalf("got %v, want ADD noimage", got)
 	}
@@ -236,7 +236,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 		t.Errorf("FailedValidation status not cleared: %+v", st.Status)
 	}
 	// Deleting a bad key clears its failed status too.
-	e.del(t, bus.DesiredNodeKey("n1", "default", "garbage"))
+	e.del(t, wire.DesiredNodeKey("n1", "default", "garbage"))
 	testutil.Eventually(t, waitFor, func() error {
 		if st := e.status(t, "n1", "default", "garbage"); st != nil {
 			return fmt.Errorf("status still %+v", st.Status)
@@ -247,7 +247,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 
 func TestInvalidUpdateKeepsTheRunningPod(t *testing.T) {
 	e := newEnv(t)
-	key := bus.DesiredNodeKey("n1", "default", "web")
+	key := wire.DesiredNodeKey("n1", "default", "web")
 	e.put(t, key, podJSON(t, "default", "web", "a:1"))
 	_, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // transition applies one entry to the per-key state and returns the update
@@ -44,7 +44,7 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		return messages.OpRemove, s.forceDeleted(old), true
 	}
 
-	dk, err := bus.ParseDesiredKey(key)
+	dk, err := wire.ParseDesiredKey(key)
 	if err != nil {
 		s.reject(ctx, key, nil, err, old != nil)
 		return 0, nil, false

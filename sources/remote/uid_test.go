@@ -1,13 +1,13 @@
 package remote
 
 import (
+	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 func withUID(uid string) podOpt {
@@ -20,7 +20,7 @@ func withUID(uid string) podOpt {
 // mux rejected as DuplicatePod) and a REMOVE kept the pod's own grace.
 func TestUIDChangeIsRemoveThenAddAndKeyDeletionIsGraceZero(t *testing.T) {
 	e := newEnv(t)
-	key := bus.DesiredNodeKey("n1", "default", "web")
+	key := wire.DesiredNodeKey("n1", "default", "web")
 	_, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)
 

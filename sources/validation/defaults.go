@@ -4,16 +4,13 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // Defaults the API server would fill in, as the kubelet expects them.
 const (
-	DefaultNamespace                     = "default"
-	DefaultTerminationGracePeriodSeconds = int64(30)
-	DefaultProbePeriodSeconds            = int32(10)
-	DefaultProbeTimeoutSeconds           = int32(1)
-	DefaultProbeSuccessThreshold         = int32(1)
-	DefaultProbeFailureThreshold         = int32(3)
+	DefaultNamespace = "default"
 )
 
 // SetDefaults fills in the fields an operator may leave out. It only sets
@@ -34,7 +31,7 @@ func SetDefaults(pod *v1.Pod) {
 		spec.DNSPolicy = v1.DNSClusterFirst
 	}
 	if spec.TerminationGracePeriodSeconds == nil {
-		g := DefaultTerminationGracePeriodSeconds
+		g := podrules.DefaultGracePeriodSeconds
 		spec.TerminationGracePeriodSeconds = &g
 	}
 	if spec.SchedulerName == "" {
@@ -93,16 +90,16 @@ func defaultProbe(p *v1.Probe) {
 		return
 	}
 	if p.PeriodSeconds == 0 {
-		p.PeriodSeconds = DefaultProbePeriodSeconds
+		p.PeriodSeconds = podrules.DefaultProbePeriodSeconds
 	}
 	if p.TimeoutSeconds == 0 {
-		p.TimeoutSeconds = DefaultProbeTimeoutSeconds
+		p.TimeoutSeconds = podrules.DefaultProbeTimeoutSeconds
 	}
 	if p.SuccessThreshold == 0 {
-		p.SuccessThreshold = DefaultProbeSuccessThreshold
+		p.SuccessThreshold = podrules.DefaultProbeSuccessThreshold
 	}
 	if p.FailureThreshold == 0 {
-		p.FailureThreshold = DefaultProbeFailureThreshold
+		p.FailureThreshold = podrules.DefaultProbeFailureThreshold
 	}
 	if p.HTTPGet != nil && p.HTTPGet.Scheme == "" {
 		p.HTTPGet.Scheme = v1.URISchemeHTTP

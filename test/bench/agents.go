@@ -16,7 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // benchNamespace is the namespace of every pod the harness creates; with the
@@ -116,7 +116,7 @@ func (s podSpec) nodePods(node, prefix string, n int) (map[string][]byte, error)
 		if err != nil {
 			return nil, fmt.Errorf("encode pod %s: %w", name, err)
 		}
-		out[bus.DesiredNodeKey(node, benchNamespace, name)] = data
+		out[wire.DesiredNodeKey(node, benchNamespace, name)] = data
 	}
 	return out, nil
 }
@@ -132,7 +132,7 @@ func (s podSpec) fleetPods(prefix string, n int, selector map[string]string) (ma
 		if err != nil {
 			return nil, fmt.Errorf("encode pod %s: %w", name, err)
 		}
-		out[bus.DesiredFleetKey(benchNamespace, name)] = data
+		out[wire.DesiredFleetKey(benchNamespace, name)] = data
 	}
 	return out, nil
 }

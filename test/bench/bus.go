@@ -13,7 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // startNATS runs a JetStream nats-server in this process on a random port:
@@ -53,8 +54,8 @@ func dialBus(ctx context.Context, url string) (*client, error) {
 		return nil, fmt.Errorf("create the bus buckets: %w", err)
 	}
 	c := &client{conn: conn}
-	if c.desired, err = conn.JS.KeyValue(ctx, bus.DesiredBucket); err == nil {
-		c.status, err = conn.JS.KeyValue(ctx, bus.StatusBucket)
+	if c.desired, err = conn.JS.KeyValue(ctx, wire.DesiredBucket); err == nil {
+		c.status, err = conn.JS.KeyValue(ctx, wire.StatusBucket)
 	}
 	if err != nil {
 		conn.Close()
@@ -258,7 +259,7 @@ func isRunning(p *podState) bool { return !p.running.IsZero() }
 // statusFilter is the status key filter of a namespace on a node ("*" for every node).
 func statusFilter(node, namespace string) string {
 	if node != "*" {
-		node = bus.EncodeName(node)
+		node = wire.EncodeName(node)
 	}
-	return strings.Join([]string{node, bus.EncodeName(namespace), ">"}, ".")
+	return strings.Join([]string{node, wire.EncodeName(namespace), ">"}, ".")
 }

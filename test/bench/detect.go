@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/asynkron/protoactor-go/actor"
 	"strings"
 	"sync"
@@ -12,7 +13,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri/kuberuntime"
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 // crashPods is how many pods of the detect section die once; their exits
@@ -140,7 +140,7 @@ func detectOnce(ctx context.Context, e *env, rt *realRuntime, period time.Durati
 	states := w.snapshot()
 	for key := range crashers {
 		name := key[strings.LastIndexByte(key, '.')+1:]
-		p, ok := states[bus.StatusKey(node, benchNamespace, name)]
+		p, ok := states[wire.StatusKey(node, benchNamespace, name)]
 		if !ok {
 			continue
 		}

@@ -17,20 +17,21 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/status"
 	"github.com/actorlet/actorlet/actors/supervisor"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/events"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/commands"
-	"github.com/actorlet/actorlet/sources/events"
 	"github.com/actorlet/actorlet/sources/file"
 	"github.com/actorlet/actorlet/sources/mux"
-	"github.com/actorlet/actorlet/sources/publish"
 	"github.com/actorlet/actorlet/sources/remote"
 )
 
@@ -47,8 +48,9 @@ type Agent struct {
 	manager    *kuberuntime.Manager
 	conn       *bus.Conn
 	recorder   *events.Recorder
+	statuses   *publish.StatusPublisher // owns the node's status entries
 	system     *actor.ActorSystem
-	supervisor *actor.PID
+	actors     supervisor.Handles // the sync loop and its fixed children
 	remote     *remote.Source
 	mux        *mux.Mux
 	metrics    *agentMetrics
@@ -106,7 +108,7 @@ func (a *Agent) BusURL() string { return a.conn.ClientURL() }
 func (a *Agent) ActorSystem() *actor.ActorSystem { return a.system }
 
 // Supervisor is the PID of the sync loop.
-func (a *Agent) Supervisor() *actor.PID { return a.supervisor }
+func (a *Agent) Supervisor() *actor.PID { return a.actors.Supervisor }
 
 // MetricsGatherer is the agent's Prometheus registry.
 func (a *Agent) MetricsGatherer() prometheus.Gatherer { return a.metrics.reg }
@@ -225,13 +227,17 @@ func (a *Agent) startActors() error {
 		return fmt.Errorf("start the status publisher: %w", err)
 	}
 	a.onShutdown(publisher.Stop)
-	sink := &agentSink{next: publisher, metrics: a.metrics, finalize: a.finalize}
+	a.statuses = publisher
+	sink := &agentSink{next: publisher, metrics: a.metrics}
 
 	plegCfg := pleg.Config{Runtime: a.manager, CRI: a.runtime, Cache: cache, RelistPeriod: cfg.RelistPeriod, Observer: a.metrics.observeRelist}
 	if err := plegCfg.Validate(); err != nil {
 		return err
 	}
 	statusCfg := status.Config{Sink: sink}
+	if err := statusCfg.Validate(); err != nil {
+		return err
+	}
 	supCfg := supervisor.Config{
 		Runtime:        managerAdapter{a.manager},
 		Cache:          cache,
@@ -242,9 +248,11 @@ func (a *Agent) startActors() error {
 		MaxPods:        cfg.MaxPods,
 		ResyncInterval: cfg.SyncFrequency,
 		Children: supervisor.Children{
-			PLEG:   func() *actor.Props { return pleg.Props(plegCfg) },
-			Prober: func() *actor.Props { return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder}) },
-			Status: func() *actor.Props { return status.Props(statusCfg) },
+			PLEG: func() (*actor.Props, error) { return pleg.Props(plegCfg) },
+			Prober: func() (*actor.Props, error) {
+				return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder})
+			},
+			Status: func() (*actor.Props, error) { return status.Props(statusCfg) },
 		},
 		PropsOptions: append(a.metrics.actorPropsOptions(), actor.WithReceiverMiddleware(cfg.ReceiverMiddleware...)),
 	}
@@ -252,11 +260,12 @@ func (a *Agent) startActors() error {
 		return err
 	}
 	a.system = supervisor.NewActorSystem()
-	pid, err := a.system.Root.SpawnNamed(supervisor.Props(supCfg).Configure(supCfg.PropsOptions...), "supervisor")
+	handles, err := supervisor.Spawn(a.system.Root, supCfg)
 	if err != nil {
-		return fmt.Errorf("spawn the supervisor: %w", err)
+		return err
 	}
-	a.supervisor = pid
+	a.actors = handles
+	pid := handles.Supervisor
 	a.onShutdown(func() {
 		if err := a.system.Root.StopFuture(pid).Wait(); err != nil {
 			klog.ErrorS(err, "Supervisor did not stop in time")
@@ -273,40 +282,16 @@ func (a *Agent) startActors() error {
 func (a *Agent) replayOnSupervisorRestart() {
 	sub := a.system.EventStream.Subscribe(func(evt interface{}) {
 		e, ok := evt.(*actor.SupervisorEvent)
-		if !ok || e.Directive != actor.RestartDirective || !e.Child.Equal(a.supervisor) {
+		if !ok || e.Directive != actor.RestartDirective || !e.Child.Equal(a.actors.Supervisor) {
 			return
 		}
 		klog.ErrorS(fmt.Errorf("%v", e.Reason), "Sync loop failed and is restarted; replaying the desired pods")
 		ready, ok := a.mux.Replay()
 		if ok {
-			a.system.Root.Send(a.supervisor, &ready)
+			a.system.Root.Send(a.actors.Supervisor, &ready)
 		}
 	})
 	a.onShutdown(func() { a.system.EventStream.Unsubscribe(sub) })
-}
-
-// pruneStaticStatuses deletes the status entries of static pods whose
-// manifests went away while the agent was stopped: no source will ever
-// mention them again, so nothing else would remove them. (The remote
-// source prunes its own pods' entries.)
-func (a *Agent) pruneStaticStatuses(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	kv, err := a.conn.JS.KeyValue(ctx, bus.StatusBucket)
-	if err != nil {
-		klog.ErrorS(err, "Cannot prune static pod statuses", "bucket", bus.StatusBucket)
-		return
-	}
-	keep := map[string]bool{}
-	for _, p := range a.mux.Pods(messages.SourceFile) {
-		keep[bus.StatusKey(a.cfg.NodeName, p.Namespace, p.Name)] = true
-	}
-	publish.PruneStale(ctx, kv, a.cfg.NodeName, messages.SourceFile, keep)
-}
-
-// child is the PID of one of the supervisor's named children.
-func (a *Agent) child(name string) *actor.PID {
-	return actor.NewPID(a.system.Address(), a.supervisor.Id+"/"+name)
 }
 
 func (a *Agent) startSources(ctx context.Context) error {
@@ -314,13 +299,14 @@ func (a *Agent) startSources(ctx context.Context) error {
 	root := a.system.Root
 	m := mux.New(func(u messages.PodUpdate) {
 		a.metrics.observeUpdate(u)
-		root.Send(a.supervisor, &u)
+		root.Send(a.actors.Supervisor, &u)
 	})
 	m.SetRecorder(a.recorder)
 	m.OnReady(func(r messages.SourcesReady) {
-		root.Send(a.supervisor, &r)
+		root.Send(a.actors.Supervisor, &r)
 		if cfg.PodManifestPath != "" {
-			go a.pruneStaticStatuses(ctx)
+			// Not m.Pods here: the mux calls OnReady holding its lock.
+			go func() { a.statuses.PruneStale(ctx, messages.SourceFile, publish.Refs(m.Pods(messages.SourceFile))) }()
 		}
 	})
 	a.mux = m
@@ -340,13 +326,14 @@ func (a *Agent) startSources(ctx context.Context) error {
 		a.onShutdown(src.Stop)
 	}
 	src, err := remote.Start(ctx, remote.Config{
-		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), Out: remoteOut, Recorder: a.recorder,
+		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
 		OnInvalid: func(key string, err error) { a.metrics.invalidUpdates.Inc() },
 	})
 	if err != nil {
 		return fmt.Errorf("start the remote pod source: %w", err)
 	}
 	a.remote = src
+	a.statuses.FinalizeWith(src.Finalize)
 	a.onShutdown(src.Stop)
 	return nil
 }
@@ -363,7 +350,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 	}
 	a.onShutdown(hb.Stop)
 	node := &commands.ActorNode{
-		Root: a.system.Root, Supervisor: a.supervisor, Status: a.child("status"), Prober: a.child("prober"),
+		Root: a.system.Root, Supervisor: a.actors.Supervisor, Status: a.actors.Status, Prober: a.actors.Prober,
 		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
 	}
 	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{NodeName: cfg.NodeName, Version: Version})
@@ -384,36 +371,16 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 
 // nodeConditions asks the supervisor for the node's health.
 func (a *Agent) nodeConditions(ctx context.Context) (messages.NodeConditions, error) {
-	timeout := 5 * time.Second
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 	}
-	res, err := a.system.Root.RequestFuture(a.supervisor, &messages.GetNodeConditions{}, timeout).Result()
+	c, err := actorutil.Ask[*messages.NodeConditions](ctx, a.system.Root, a.actors.Supervisor, &messages.GetNodeConditions{})
 	if err != nil {
 		return messages.NodeConditions{}, fmt.Errorf("ask the supervisor for node conditions: %w", err)
 	}
-	switch c := res.(type) {
-	case messages.NodeConditions:
-		return c, nil
-	case *messages.NodeConditions:
-		return *c, nil
-	}
-	return messages.NodeConditions{}, fmt.Errorf("unexpected reply %T to GetNodeConditions", res)
-}
-
-// finalize removes the desired entry of a gracefully deleted remote pod once
-// it has terminated, as the API server does once the kubelet reports it.
-func (a *Agent) finalize(pod *v1.Pod) {
-	if a.remote == nil || pod.Annotations[messages.ConfigSourceAnnotation] != messages.SourceRemote {
-		return
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := a.remote.Finalize(ctx, pod); err != nil {
-			klog.ErrorS(err, "Failed to finalize deleted pod", "pod", klog.KObj(pod))
-		}
-	}()
+	return *c, nil
 }
 
 func (a *Agent) nodeLabels() map[string]string {
@@ -476,36 +443,19 @@ func firstHostIP() string {
 	return "127.0.0.1"
 }
 
-// agentSink sits between the status actor and the publisher: it feeds the
-// pod start metric and finalizes gracefully deleted pods once terminated.
+// agentSink sits between the status actor and the publisher to feed the
+// pod start metric.
 type agentSink struct {
-	next     status.Sink
-	metrics  *agentMetrics
-	finalize func(*v1.Pod)
+	next    status.Sink
+	metrics *agentMetrics
 }
 
 func (s *agentSink) PodStatusChanged(c messages.PodStatusChanged) {
 	s.next.PodStatusChanged(c)
 	s.metrics.observeStatus(c.Pod)
-	if c.Pod.DeletionTimestamp != nil && terminated(c.Pod) {
-		s.finalize(c.Pod)
-	}
 }
 
 func (s *agentSink) PodStatusRemoved(pod *v1.Pod) {
 	s.next.PodStatusRemoved(pod)
 	s.metrics.forget(pod.UID)
-}
-
-// terminated reports whether no container of pod is running or about to.
-func terminated(pod *v1.Pod) bool {
-	if pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
-		return true
-	}
-	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
-		if cs.State.Terminated == nil {
-			return false
-		}
-	}
-	return len(pod.Status.ContainerStatuses) > 0
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/asynkron/protoactor-go/actor"
 	"os"
 	"path/filepath"
@@ -74,7 +75,7 @@ func DefaultConfig() Config {
 		NodeName:                  strings.ToLower(host),
 		RootDir:                   "/var/lib/actorlet",
 		RuntimeRequestTimeout:     2 * time.Minute,
-		MaxPods:                   110,
+		MaxPods:                   podrules.DefaultMaxPods,
 		MaxParallelRuntimeCalls:   4,
 		SyncFrequency:             time.Minute,
 		RelistPeriod:              time.Second,

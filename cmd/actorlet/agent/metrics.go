@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/actors/pleg"
+	"github.com/actorlet/actorlet/actors/supervisor"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -120,9 +121,9 @@ func actorKind(pid *actor.PID) string {
 	switch {
 	case len(parts) == 1:
 		return parts[0]
-	case len(parts) == 2 && (parts[1] == "pleg" || parts[1] == "prober" || parts[1] == "status"):
+	case len(parts) == 2 && (parts[1] == supervisor.ChildPLEG || parts[1] == supervisor.ChildProber || parts[1] == supervisor.ChildStatus):
 		return parts[1]
-	case len(parts) >= 3 && parts[1] == "prober":
+	case len(parts) >= 3 && parts[1] == supervisor.ChildProber:
 		return "probe"
 	case len(parts) == 2:
 		return "pod"

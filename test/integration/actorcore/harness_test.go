@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,12 +21,12 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
-	"github.com/actorlet/actorlet/sources/commands"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 // markerEnv is set in every container an env runs, to a value unique to the
@@ -48,7 +49,7 @@ type env struct {
 	conn    *bus.Conn // the operator's connection
 	desired jetstream.KeyValue
 	status  jetstream.KeyValue
-	cmd     *commands.Client
+	cmd     *wire.Client
 
 	rt     *procruntime.Runtime
 	rtRoot string
@@ -91,9 +92,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.bg = bg
 	e.srv = bustest.StartServer(t, bustest.ServerOptions{})
 	e.conn = bustest.ConnectWithProtocol(t, e.srv)
-	e.desired = e.bucket(bus.DesiredBucket)
-	e.status = e.bucket(bus.StatusBucket)
-	e.cmd = &commands.Client{NC: e.conn.NC, Timeout: 20 * time.Second}
+	e.desired = e.bucket(wire.DesiredBucket)
+	e.status = e.bucket(wire.StatusBucket)
+	e.cmd = &wire.Client{NC: e.conn.NC, Timeout: 20 * time.Second}
 
 	t.Cleanup(e.checkNoProcessLeft)
 	e.startRuntime()
@@ -102,11 +103,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.wrap != nil {
 		runtime = o.wrap(e.cri)
 	}
-	e.cfg = agent.DefaultConfig()
-	e.cfg.NodeName = e.node
-	e.cfg.NodeIP = "127.0.0.1"
+	e.cfg = testenv.AgentConfig(t, e.node, e.srv.ClientURL(), runtime)
 	e.cfg.RootDir = filepath.Join(base, "agent")
-	e.cfg.RelistPeriod = 200 * time.Millisecond
 	e.cfg.SyncFrequency = 5 * time.Second
 	if o.syncFrequency > 0 {
 		e.cfg.SyncFrequency = o.syncFrequency
@@ -115,54 +113,21 @@ func newEnv(t *testing.T, o envOptions) *env {
 		e.cfg.MaxPods = o.maxPods
 	}
 	e.cfg.NodeStatusUpdateFrequency = 2 * time.Second
-	e.cfg.HealthzPort = 0
-	e.cfg.NATS = agent.NATSConfig{URL: e.srv.ClientURL()}
-	e.cfg.Runtime = runtime
 	e.startAgent()
 	return e
 }
 
-// startRuntime serves a process runtime on a short socket path (unix socket
-// paths are limited to about 100 bytes) and dials it.
+// startRuntime starts the env's process runtime and dials it.
 func (e *env) startRuntime() {
-	t := e.t
-	sockDir, err := os.MkdirTemp("", "alt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
-	rt, err := procruntime.Start(procruntime.Options{RootDir: e.rtRoot, HostIP: "127.0.0.1"}, endpoint)
-	if err != nil {
-		t.Fatalf("start the process runtime: %v", err)
-	}
-	t.Cleanup(rt.Destroy)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := cri.Dial(ctx, endpoint)
-	if err != nil {
-		t.Fatalf("dial the process runtime: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	e.rt, e.cri = rt, c
+	e.rt, e.cri = testenv.Runtime(e.t, e.rtRoot)
 }
 
 // startAgent starts an agent on e.cfg; t.Cleanup stops it (pods keep
 // running until the runtime is destroyed).
 func (e *env) startAgent() *agent.Agent {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := agent.Start(ctx, e.cfg)
-	if err != nil {
-		cancel()
-		e.t.Fatalf("start the agent: %v", err)
-	}
-	e.t.Cleanup(func() {
-		a.Stop()
-		cancel()
-	})
-	e.agent = a
-	return a
+	e.agent = testenv.StartAgent(e.t, e.cfg)
+	return e.agent
 }
 
 // checkNoProcessLeft runs after the runtime was destroyed: no container
@@ -238,8 +203,8 @@ func execProbe(script string, initialDelay int32) *v1.Probe {
 	}
 }
 
-func (e *env) desiredKey(name string) string { return bus.DesiredNodeKey(e.node, namespace, name) }
-func (e *env) statusKey(name string) string  { return bus.StatusKey(e.node, namespace, name) }
+func (e *env) desiredKey(name string) string { return wire.DesiredNodeKey(e.node, namespace, name) }
+func (e *env) statusKey(name string) string  { return wire.StatusKey(e.node, namespace, name) }
 
 // apply writes pod to the node's desired bucket, as actorletctl apply does.
 func (e *env) apply(pod *v1.Pod) {
@@ -394,8 +359,8 @@ func brief(p *v1.Pod) string {
 func (e *env) events(name string) ([]v1.Event, error) {
 	ctx, cancel := e.call()
 	defer cancel()
-	cons, err := e.conn.JS.OrderedConsumer(ctx, bus.EventsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.EventSubject(e.node, namespace, name)},
+	cons, err := e.conn.JS.OrderedConsumer(ctx, wire.EventsStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{wire.EventSubject(e.node, namespace, name)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consume events of %s: %w", name, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // statusUpdate is one change of a status entry as a watcher saw it.
@@ -35,7 +35,7 @@ type statusWatch struct {
 // of the node) until the test ends.
 func (e *env) watchStatus(name string) *statusWatch {
 	e.t.Helper()
-	filter := bus.EncodeName(e.node) + ".>"
+	filter := wire.EncodeName(e.node) + ".>"
 	if name != "" {
 		filter = e.statusKey(name)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -24,9 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -114,7 +114,7 @@ func TestAgentKilledDuringCreationRunsEachContainerOnce(t *testing.T) {
 	}
 
 	// The desired pods, written once before the first start.
-	kv, err := conn.JS.KeyValue(context.Background(), bus.DesiredBucket)
+	kv, err := conn.JS.KeyValue(context.Background(), wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +137,13 @@ func TestAgentKilledDuringCreationRunsEachContainerOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := kv.Put(context.Background(), bus.DesiredNodeKey(node, "default", name), b); err != nil {
+		if _, err := kv.Put(context.Background(), wire.DesiredNodeKey(node, "default", name), b); err != nil {
 			t.Fatal(err)
 		}
 		desired[name] = true
 	}
 	del := func(name string) {
-		if err := kv.Delete(context.Background(), bus.DesiredNodeKey(node, "default", name)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		if err := kv.Delete(context.Background(), wire.DesiredNodeKey(node, "default", name)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 			t.Fatal(err)
 		}
 		delete(desired, name)
@@ -208,7 +208,7 @@ func TestAgentKilledDuringCreationRunsEachContainerOnce(t *testing.T) {
 	// A last agent, left alone, runs everything: exactly one process each,
 	// and every pod Running.
 	a = startAgent(t, root, args, iterations)
-	status, err := conn.JS.KeyValue(context.Background(), bus.StatusBucket)
+	status, err := conn.JS.KeyValue(context.Background(), wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestAgentKilledDuringCreationRunsEachContainerOnce(t *testing.T) {
 			return fmt.Errorf("%d container processes run, want %d: deleted pods' processes remain", len(ps), wantRunning())
 		}
 		for name := range desired {
-			e, err := status.Get(context.Background(), bus.StatusKey(node, "default", name))
+			e, err := status.Get(context.Background(), wire.StatusKey(node, "default", name))
 			if err != nil {
 				return fmt.Errorf("status of %s: %w", name, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/actorlet/actorlet/sources/bus"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -53,7 +53,7 @@ func testKeyDeletedDuringGracefulDeletion(t *testing.T, f *fleet) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := f.desired(t).Delete(ctx, bus.DesiredNodeKey(n.name, "default", "slowstop")); err != nil {
+	if err := f.desired(t).Delete(ctx, wire.DesiredNodeKey(n.name, "default", "slowstop")); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, waitFor, func() error {
@@ -75,7 +75,7 @@ func testUIDChangedInPlace(t *testing.T, f *fleet) {
 	n := f.startNode(t, "uid-n1", nil, nil)
 	marker := fmt.Sprintf("uid-change-%d", time.Now().UnixNano())
 	t.Cleanup(func() { testutil.KillAll(testutil.ProcsWithArgPrefix(marker)) })
-	key := bus.DesiredNodeKey(n.name, "default", "reborn")
+	key := wire.DesiredNodeKey(n.name, "default", "reborn")
 	put := func(uid, tag string) {
 		t.Helper()
 		grace := int64(5)

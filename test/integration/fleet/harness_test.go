@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,10 +22,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 // waitFor is how long a test waits for an outcome that normally takes a
@@ -65,35 +67,12 @@ type node struct {
 // the configuration. Everything is stopped and removed by t.Cleanup.
 func (f *fleet) startNode(t *testing.T, name string, labels map[string]string, mod func(*agent.Config)) *node {
 	t.Helper()
-	sockDir, err := os.MkdirTemp("", "x") // unix socket paths must stay short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
 	root := t.TempDir()
-	rt, err := procruntime.Start(procruntime.Options{RootDir: filepath.Join(root, "runtime"), HostIP: "127.0.0.1"}, endpoint)
-	if err != nil {
-		t.Fatalf("start the process runtime of %s: %v", name, err)
-	}
-	t.Cleanup(rt.Destroy)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	client, err := cri.Dial(ctx, endpoint)
-	if err != nil {
-		t.Fatalf("dial the process runtime of %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
-
-	cfg := agent.DefaultConfig()
-	cfg.NodeName = name
+	rt, client := testenv.Runtime(t, filepath.Join(root, "runtime"))
+	cfg := testenv.AgentConfig(t, name, f.url(), client)
 	cfg.NodeLabels = labels
-	cfg.NodeIP = "127.0.0.1"
 	cfg.RootDir = filepath.Join(root, "agent")
 	cfg.RelistPeriod = 500 * time.Millisecond
-	cfg.HealthzPort = 0
-	cfg.NATS = agent.NATSConfig{URL: f.url()}
-	cfg.Runtime = client
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -107,16 +86,10 @@ func (f *fleet) startNode(t *testing.T, name string, labels map[string]string, m
 // same root directory, runtime and bus.
 func (n *node) start() {
 	n.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := agent.Start(ctx, n.cfg)
-	if err != nil {
-		cancel()
-		n.t.Fatalf("start agent %s: %v", n.name, err)
-	}
+	a := testenv.StartAgent(n.t, n.cfg)
 	n.mu.Lock()
 	n.agent = a
 	n.mu.Unlock()
-	n.t.Cleanup(cancel)
 }
 
 // stop stops the agent; its pods keep running in the runtime.
@@ -303,7 +276,7 @@ func containerID(t *testing.T, p *v1.Pod, name string) string {
 // desired is the desired-pods bucket, for raw writes and checks.
 func (f *fleet) desired(t *testing.T) jetstream.KeyValue {
 	t.Helper()
-	kv, err := f.conn.JS.KeyValue(context.Background(), bus.DesiredBucket)
+	kv, err := f.conn.JS.KeyValue(context.Background(), wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // testInvalidPayloads: raw writes to the desired bucket, as `nats kv put`
@@ -41,12 +41,12 @@ func testInvalidPayloads(t *testing.T, f *fleet) {
 	goodNames := []string{"good-a", "good-b", "good-c"}
 	// One burst, good and bad interleaved.
 	for i, b := range bad {
-		if _, err := kv.Put(ctx, bus.DesiredNodeKey(n.name, "default", b.name), []byte(b.value)); err != nil {
+		if _, err := kv.Put(ctx, wire.DesiredNodeKey(n.name, "default", b.name), []byte(b.value)); err != nil {
 			t.Fatal(err)
 		}
 		if i < len(goodNames) {
 			value := strings.Replace(string(good), "placeholder", goodNames[i], 1)
-			if _, err := kv.Put(ctx, bus.DesiredNodeKey(n.name, "default", goodNames[i]), []byte(value)); err != nil {
+			if _, err := kv.Put(ctx, wire.DesiredNodeKey(n.name, "default", goodNames[i]), []byte(value)); err != nil {
 				t.Fatal(err)
 			}
 		}

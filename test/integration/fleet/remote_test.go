@@ -8,7 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // testRemoteLifecycle: apply --wait runs a pod; a changed env replaces its
@@ -58,7 +58,7 @@ func testRemoteLifecycle(t *testing.T, f *fleet) {
 
 	// Graceful delete: Terminating while the container ignores SIGTERM, then
 	// gone after the 2 s grace period, and the node removes the key.
-	key := bus.DesiredNodeKey(n.name, "default", "web")
+	key := wire.DesiredNodeKey(n.name, "default", "web")
 	deleted := time.Now()
 	out = f.mustCtl(t, "delete", "pod", "web", "--grace-period", "2", "--node", n.name)
 	if !strings.Contains(out, "grace period 2s") {
@@ -92,7 +92,7 @@ func testRemoteLifecycle(t *testing.T, f *fleet) {
 	if !strings.Contains(out, "immediately") {
 		t.Errorf("delete --now output = %q", out)
 	}
-	if f.hasKey(t, bus.DesiredNodeKey(n.name, "default", "quick")) {
+	if f.hasKey(t, wire.DesiredNodeKey(n.name, "default", "quick")) {
 		t.Errorf("delete --now left the desired key")
 	}
 	f.waitGone(t, n.name, "default", "quick")

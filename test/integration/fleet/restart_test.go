@@ -9,7 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/actorlet/actorlet/sources/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // testNodeOffline: a pod written for a node no agent runs yet starts when
@@ -22,7 +22,7 @@ func testNodeOffline(t *testing.T, f *fleet) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := f.desired(t).Put(ctx, bus.DesiredNodeKey(nodeName, "default", "early"), data); err != nil {
+	if _, err := f.desired(t).Put(ctx, wire.DesiredNodeKey(nodeName, "default", "early"), data); err != nil {
 		t.Fatalf("write the desired pod: %v", err)
 	}
 	n := f.startNode(t, nodeName, nil, nil)

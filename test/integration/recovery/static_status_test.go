@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 // A static pod whose manifest was removed while the agent was stopped does
@@ -29,23 +30,10 @@ func TestStaticPodRemovedWhileAgentStoppedIsNotListed(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: app\n    image: local/sleep\n    command: [sleep, \"3600\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := agent.DefaultConfig()
-	cfg.NodeName, cfg.RootDir, cfg.HealthzPort = "st1", t.TempDir(), 0
-	cfg.RelistPeriod = 200 * time.Millisecond
-	cfg.NATS.URL = srv.ClientURL()
-	cfg.Runtime = rt
+	cfg := testenv.AgentConfig(t, "st1", srv.ClientURL(), rt)
 	cfg.PodManifestPath = manifests
-	start := func() *agent.Agent {
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		a, err := agent.Start(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(a.Stop)
-		return a
-	}
-	status, err := conn.JS.KeyValue(context.Background(), bus.StatusBucket)
+	start := func() *agent.Agent { return testenv.StartAgent(t, cfg) }
+	status, err := conn.JS.KeyValue(context.Background(), wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +46,7 @@ func TestStaticPodRemovedWhileAgentStoppedIsNotListed(t *testing.T) {
 	}
 	start()
 	testutil.Eventually(t, 15*time.Second, func() error {
-		_, err := status.Get(context.Background(), bus.StatusKey("st1", "default", "web-st1"))
+		_, err := status.Get(context.Background(), wire.StatusKey("st1", "default", "web-st1"))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil
 		}

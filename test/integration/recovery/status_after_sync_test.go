@@ -9,10 +9,10 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 // noEvents is a runtime without a container event stream (containerd 1.6):
@@ -30,23 +30,15 @@ func TestNewPodReportedRunningWithoutWaitingForRelist(t *testing.T) {
 	srv := bustest.StartServer(t, bustest.ServerOptions{})
 	conn := bustest.ConnectWithProtocol(t, srv)
 	rt := startRuntime(t)
-	cfg := agent.DefaultConfig()
-	cfg.NodeName, cfg.RootDir, cfg.HealthzPort = "s1", t.TempDir(), 0
+	cfg := testenv.AgentConfig(t, "s1", srv.ClientURL(), noEvents{rt})
 	cfg.RelistPeriod = 30 * time.Second
-	cfg.NATS.URL = srv.ClientURL()
-	cfg.Runtime = noEvents{rt}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	a, err := agent.Start(ctx, cfg)
+	testenv.StartAgent(t, cfg)
+	ctx := t.Context()
+	kv, err := conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Stop)
-	kv, err := conn.JS.KeyValue(ctx, bus.DesiredBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	statusKV, err := conn.JS.KeyValue(ctx, bus.StatusBucket)
+	statusKV, err := conn.JS.KeyValue(ctx, wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,10 +22,10 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/sources/bus"
-	"github.com/actorlet/actorlet/sources/bus/bustest"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -49,25 +49,16 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 			next(c, env)
 		}
 	}
-	cfg := agent.DefaultConfig()
-	cfg.NodeName, cfg.RootDir, cfg.HealthzPort = "r1", t.TempDir(), 0
-	cfg.RelistPeriod = 200 * time.Millisecond
-	cfg.NATS.URL = srv.ClientURL()
-	cfg.Runtime = rt
+	cfg := testenv.AgentConfig(t, "r1", srv.ClientURL(), rt)
 	cfg.ReceiverMiddleware = []actor.ReceiverMiddleware{failOnce}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	a, err := agent.Start(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Stop)
+	a := testenv.StartAgent(t, cfg)
+	ctx := t.Context()
 
-	kv, err := conn.JS.KeyValue(ctx, bus.DesiredBucket)
+	kv, err := conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, err := conn.JS.KeyValue(ctx, bus.StatusBucket)
+	status, err := conn.JS.KeyValue(ctx, wire.StatusBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +93,7 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 
 	// The restarted loop knows the pod from before: removing it from the bus
 	// stops it (a loop that lost it would leave it running, unknown).
-	if err := kv.Delete(ctx, bus.DesiredNodeKey("r1", "default", "before")); err != nil {
+	if err := kv.Delete(ctx, wire.DesiredNodeKey("r1", "default", "before")); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 15*time.Second, func() error {
@@ -122,24 +113,7 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 
 func startRuntime(t *testing.T) *cri.Client {
 	t.Helper()
-	sockDir, err := os.MkdirTemp("", "rec")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
-	prt, err := procruntime.Start(procruntime.Options{RootDir: t.TempDir(), HostIP: "127.0.0.1"}, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prt.Destroy)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := cri.Dial(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	_, c := testenv.Runtime(t, t.TempDir())
 	return c
 }
 
@@ -159,7 +133,7 @@ func apply(t *testing.T, kv jetstream.KeyValue, node string, pod *v1.Pod) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(context.Background(), bus.DesiredNodeKey(node, pod.Namespace, pod.Name), data); err != nil {
+	if _, err := kv.Put(context.Background(), wire.DesiredNodeKey(node, pod.Namespace, pod.Name), data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,7 +147,7 @@ func waitRunningWithin(t *testing.T, kv jetstream.KeyValue, node, name string, w
 	t.Helper()
 	var pod v1.Pod
 	testutil.Eventually(t, within, func() error {
-		e, err := kv.Get(context.Background(), bus.StatusKey(node, "default", name))
+		e, err := kv.Get(context.Background(), wire.StatusKey(node, "default", name))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,252 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/testutil"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func TestParseCRILogLine(t *testing.T) {
+	tests := []struct {
+		line    string
+		want    logEntry
+		wantErr bool
+	}{
+		{line: "2024-01-02T03:04:05.123456789Z stdout F hello world", want: logEntry{Stream: "stdout", Content: []byte("hello world")}},
+		{line: "2024-01-02T03:04:05Z stderr P part", want: logEntry{Stream: "stderr", Partial: true, Content: []byte("part")}},
+		{line: "2024-01-02T03:04:05Z stdout F", want: logEntry{Stream: "stdout"}},
+		{line: "2024-01-02T03:04:05Z stdout F:x  two  spaces", want: logEntry{Stream: "stdout", Content: []byte(" two  spaces")}},
+		{line: "not-a-time stdout F x", wantErr: true},
+		{line: "2024-01-02T03:04:05Z stdin F x", wantErr: true},
+		{line: "2024-01-02T03:04:05Z stdout X x", wantErr: true},
+		{line: "garbage", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.line, func(t *testing.T) {
+			got, err := parseCRILogLine([]byte(tt.line))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if got.Stream != tt.want.Stream || got.Partial != tt.want.Partial || !bytes.Equal(got.Content, tt.want.Content) || got.Timestamp.IsZero() {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseCRILogLine(f *testing.F) {
+	f.Add([]byte("2024-01-02T03:04:05Z stdout F hello"))
+	f.Add([]byte("2024-01-02T03:04:05Z stderr P "))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		e, err := parseCRILogLine(line)
+		if err == nil && e.Stream != "stdout" && e.Stream != "stderr" {
+			t.Fatalf("accepted stream %q", e.Stream)
+		}
+	})
+}
+
+const sampleLog = `2024-01-02T03:04:01Z stdout F one
+2024-01-02T03:04:02Z stdout P tw
+2024-01-02T03:04:02.5Z stderr F err line
+2024-01-02T03:04:03Z stdout F o
+broken line is skipped
+2024-01-02T03:04:04Z stdout F three
+2024-01-02T03:04:05Z stdout F four
+`
+
+func writeLog(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLogs(t *testing.T) {
+	nc := runNATS(t)
+	dir := t.TempDir()
+	fake := &fakeNode{logs: map[string]string{
+		"default/web/app":          writeLog(t, dir, "app/1.log", sampleLog),
+		"default/web/app/previous": writeLog(t, dir, "app/0.log", "2024-01-01T00:00:00Z stdout F old instance\n"),
+		"default/web/":             filepath.Join(dir, "app/1.log"),
+	}}
+	fake.setPods(testPod("default", "web", "u1", "app"))
+	startService(t, nc, fake, ServiceOptions{})
+	c := &wire.Client{NC: nc, Timeout: 5 * time.Second}
+	tail := func(n int64) *int64 { return &n }
+
+	tests := []struct {
+		name string
+		req  wire.LogsRequest
+		want string
+	}{
+		{"all, partial joined", wire.LogsRequest{Name: "web", Container: "app"}, "one\nerr line\ntwo\nthree\nfour\n"},
+		{"default container", wire.LogsRequest{Name: "web"}, "one\nerr line\ntwo\nthree\nfour\n"},
+		{"tail 2", wire.LogsRequest{Name: "web", Container: "app", TailLines: tail(2)}, "three\nfour\n"},
+		{"tail 0", wire.LogsRequest{Name: "web", Container: "app", TailLines: tail(0)}, ""},
+		{"tail more than lines", wire.LogsRequest{Name: "web", Container: "app", TailLines: tail(50)}, "one\nerr line\ntwo\nthree\nfour\n"},
+		{"timestamps", wire.LogsRequest{Name: "web", Container: "app", TailLines: tail(3), Timestamps: true},
+			"2024-01-02T03:04:02Z two\n2024-01-02T03:04:04Z three\n2024-01-02T03:04:05Z four\n"},
+		{"previous", wire.LogsRequest{Name: "web", Container: "app", Previous: true}, "old instance\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			if _, err := c.Logs(context.Background(), "n1", tt.req, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tt.want {
+				t.Fatalf("log = %q, want %q", out.String(), tt.want)
+			}
+		})
+	}
+	t.Run("inline without inbox", func(t *testing.T) {
+		var resp wire.LogsResponse
+		if err := c.Call(context.Background(), "n1", wire.VerbLogs, time.Second, wire.LogsRequest{Name: "web", TailLines: tail(1)}, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if string(resp.Data) != "four\n" || resp.Truncated {
+			t.Fatalf("inline = %+v", resp)
+		}
+	})
+}
+
+// syncBuffer is a goroutine-safe writer for following logs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func appendLog(t *testing.T, path, content string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
+	nc := runNATS(t)
+	dir := t.TempDir()
+	path := writeLog(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
+	fake := &fakeNode{logs: map[string]string{"default/web/app": path}}
+	fake.setPods(testPod("default", "web", "u1", "app"))
+	ended := make(chan string, 1)
+	startService(t, nc, fake, ServiceOptions{FollowPoll: 20 * time.Millisecond, followEnded: func(r string) { ended <- r }})
+	c := &wire.Client{NC: nc, Timeout: 5 * time.Second}
+
+	out := &syncBuffer{}
+	done := make(chan string, 1)
+	go func() {
+		reason, err := c.Logs(context.Background(), "n1", wire.LogsRequest{Name: "web", Container: "app", Follow: true}, out)
+		if err != nil {
+			reason = "error: " + err.Error()
+		}
+		done <- reason
+	}()
+	testutil.Eventually(t, 5*time.Second, func() error { return want(out.String(), "first\n") })
+	// A partial line is held until it is completed.
+	appendLog(t, path, "2024-01-02T03:04:02Z stdout P sec\n")
+	appendLog(t, path, "2024-01-02T03:04:03Z stdout F ond\n")
+	testutil.Eventually(t, 5*time.Second, func() error { return want(out.String(), "first\nsecond\n") })
+
+	// The container writes its last line and exits: the follow drains and ends.
+	appendLog(t, path, "2024-01-02T03:04:04Z stdout F last\n")
+	exited := testPod("default", "web", "u1", "app")
+	exited.Status.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}
+	fake.setPods(exited)
+	select {
+	case reason := <-done:
+		if reason != wire.EndedExited {
+			t.Fatalf("follow ended with %q, want %q", reason, wire.EndedExited)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("follow did not end after the container exited")
+	}
+	if got := out.String(); got != "first\nsecond\nlast\n" {
+		t.Fatalf("followed log = %q", got)
+	}
+	if r := <-ended; r != wire.EndedExited {
+		t.Fatalf("service saw %q", r)
+	}
+}
+
+func TestLogsFollowStopsWhenClientGoesAway(t *testing.T) {
+	nc := runNATS(t)
+	dir := t.TempDir()
+	path := writeLog(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
+	fake := &fakeNode{logs: map[string]string{"default/web/app": path}}
+	fake.setPods(testPod("default", "web", "u1", "app"))
+	ended := make(chan string, 1)
+	startService(t, nc, fake, ServiceOptions{
+		FollowPoll:      20 * time.Millisecond,
+		FollowKeepAlive: 100 * time.Millisecond,
+		followEnded:     func(r string) { ended <- r },
+	})
+	c := &wire.Client{NC: nc, Timeout: 5 * time.Second}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan string, 1)
+	go func() {
+		reason, _ := c.Logs(ctx, "n1", wire.LogsRequest{Name: "web", Container: "app", Follow: true}, out)
+		done <- reason
+	}()
+	testutil.Eventually(t, 5*time.Second, func() error { return want(out.String(), "first\n") })
+	cancel()
+	if r := <-done; r != wire.EndedCanceled {
+		t.Fatalf("client ended with %q", r)
+	}
+	// The container stays silent and running: the keep-alive finds the
+	// client gone and the node's follow stops.
+	select {
+	case r := <-ended:
+		if r != wire.EndedClientGone {
+			t.Fatalf("service follow ended with %q, want %q", r, wire.EndedClientGone)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("service kept following after the client went away")
+	}
+}
+
+func want(got, w string) error {
+	if got != w {
+		return &wire.Error{Code: 0, Description: "got " + strconvQuote(got) + ", want " + strconvQuote(w)}
+	}
+	return nil
+}
+
+func strconvQuote(s string) string { return "\"" + strings.ReplaceAll(s, "\n", `\n`) + "\"" }

@@ -1,0 +1,198 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
+	"github.com/actorlet/actorlet/messages/wire"
+)
+
+// The StatusPublisher is the one owner of this node's entries in the status
+// bucket. Besides the status actor's changes (PodStatusChanged,
+// PodStatusRemoved, queued) it answers the pod sources, which know which
+// pods they still want but not how entries are kept:
+//
+//   - WriteNow / DeleteIf: a source's own entries (the remote source's
+//     FailedValidation status of a rejected key), written at once;
+//   - PruneStale: once a source has delivered its first state, the entries
+//     of its pods that are no longer wanted (left by an earlier run);
+//   - FinalizeWith: when a published status shows a gracefully deleted remote
+//     pod terminated, the desired entry is deleted, as the kubelet's status
+//     manager deletes such a pod from the API server.
+
+const (
+	// entryTimeout bounds one synchronous read or write of an entry.
+	entryTimeout = 5 * time.Second
+	// pruneTimeout bounds a whole prune.
+	pruneTimeout = 10 * time.Second
+	// finalizeTimeout bounds one finalization.
+	finalizeTimeout = 10 * time.Second
+)
+
+// Refs names pods for PruneStale.
+func Refs(pods []*v1.Pod) []wire.PodRef {
+	refs := make([]wire.PodRef, 0, len(pods))
+	for _, p := range pods {
+		refs = append(refs, wire.PodRef{Namespace: p.Namespace, Name: p.Name})
+	}
+	return refs
+}
+
+// WriteNow writes pod (with its status) as its status entry and on its
+// status subject at once, outside the queue: for a source's own entries.
+func (p *StatusPublisher) WriteNow(ctx context.Context, pod *v1.Pod) error {
+	data, err := json.Marshal(pod)
+	if err != nil {
+		return fmt.Errorf("encode status of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, entryTimeout)
+	defer cancel()
+	kv, err := p.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	key := wire.StatusKey(p.node, pod.Namespace, pod.Name)
+	if _, err := kv.Put(ctx, key, data); err != nil {
+		return fmt.Errorf("put status %q: %w", key, err)
+	}
+	subject := wire.StatusSubject(p.node, pod.Namespace, pod.Name)
+	if err := p.js.Conn().Publish(subject, data); err != nil {
+		return fmt.Errorf("publish status on %q: %w", subject, err)
+	}
+	return nil
+}
+
+// DeleteIf deletes the status entry of namespace/name if the pod stored
+// there satisfies match. The delete is conditional on the revision read, so
+// a status written in between is kept. It reports whether it deleted.
+func (p *StatusPublisher) DeleteIf(ctx context.Context, namespace, name string, match func(*v1.Pod) bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, entryTimeout)
+	defer cancel()
+	kv, err := p.bucket(ctx)
+	if err != nil {
+		klog.ErrorS(err, "Cannot open the status bucket")
+		return false
+	}
+	return deleteIf(ctx, kv, wire.StatusKey(p.node, namespace, name), match)
+}
+
+func deleteIf(ctx context.Context, kv jetstream.KeyValue, key string, match func(*v1.Pod) bool) bool {
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false
+	}
+	if err != nil {
+		klog.ErrorS(err, "Reading pod status failed", "statusKey", key)
+		return false
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(e.Value(), &pod); err != nil || !match(&pod) {
+		return false
+	}
+	err = kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		klog.ErrorS(err, "Deleting a pod status failed", "statusKey", key)
+		return false
+	}
+	return err == nil
+}
+
+// PruneStale deletes the status entries of this node's pods from source
+// that are not in keep: left by an earlier run of the agent for pods
+// removed while it was away, which nothing in this run would ever touch.
+// Entries of other sources are kept, and each delete is conditional on the
+// revision read, so a status written meanwhile survives. A source calls it
+// once it has delivered its first state.
+func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []wire.PodRef) {
+	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
+	defer cancel()
+	kv, err := p.bucket(ctx)
+	if err != nil {
+		klog.ErrorS(err, "Cannot prune pod statuses", "source", source)
+		return
+	}
+	kept := make(map[string]bool, len(keep))
+	for _, r := range keep {
+		kept[wire.StatusKey(p.node, r.Namespace, r.Name)] = true
+	}
+	lister, err := kv.ListKeysFiltered(ctx, wire.EncodeName(p.node)+".*.*")
+	if err != nil {
+		klog.ErrorS(err, "Listing pod statuses to prune failed", "node", p.node, "source", source)
+		return
+	}
+	var stale []string
+	for key := range lister.Keys() {
+		if !kept[key] {
+			stale = append(stale, key)
+		}
+	}
+	_ = lister.Stop()
+	ofSource := func(pod *v1.Pod) bool { return pod.Annotations[messages.ConfigSourceAnnotation] == source }
+	for _, key := range stale {
+		if deleteIf(ctx, kv, key, ofSource) {
+			klog.InfoS("Pruned the status of a pod no longer desired", "statusKey", key, "source", source)
+		}
+	}
+}
+
+// bucket opens the status bucket for a synchronous call (the writer
+// goroutine keeps its own handle).
+func (p *StatusPublisher) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := p.js.KeyValue(ctx, wire.StatusBucket)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", wire.StatusBucket, err)
+	}
+	return kv, nil
+}
+
+// FinalizeWith sets how a gracefully deleted remote pod is finalized once
+// its published status shows it terminated (the remote source's Finalize,
+// which deletes the desired entry). Until it is set nothing is finalized.
+func (p *StatusPublisher) FinalizeWith(f func(context.Context, *v1.Pod) error) {
+	p.finalizeMu.Lock()
+	defer p.finalizeMu.Unlock()
+	p.finalize = f
+}
+
+// maybeFinalize finalizes pod in the background if it is a remote pod being
+// deleted whose containers have all stopped.
+func (p *StatusPublisher) maybeFinalize(pod *v1.Pod) {
+	if pod.DeletionTimestamp == nil || pod.Annotations[messages.ConfigSourceAnnotation] != messages.SourceRemote || !terminated(pod) {
+		return
+	}
+	p.finalizeMu.Lock()
+	f := p.finalize
+	p.finalizeMu.Unlock()
+	if f == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), finalizeTimeout)
+		defer cancel()
+		if err := f(ctx, pod); err != nil {
+			klog.ErrorS(err, "Failed to finalize deleted pod", "pod", klog.KObj(pod))
+		}
+	}()
+}
+
+// terminated reports whether no container of pod is running or about to.
+func terminated(pod *v1.Pod) bool {
+	if podrules.IsTerminal(pod.Status.Phase) {
+		return true
+	}
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if cs.State.Terminated == nil {
+			return false
+		}
+	}
+	return len(pod.Status.ContainerStatuses) > 0
+}

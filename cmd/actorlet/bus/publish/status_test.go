@@ -1,0 +1,222 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
+)
+
+const testNode = "node.1"
+
+func statusPod(name string, uid types.UID, phase v1.PodPhase, msg string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uid},
+		Status:     v1.PodStatus{Phase: phase, Message: msg},
+	}
+}
+
+func newPublisher(t *testing.T, cfg StatusConfig) *StatusPublisher {
+	t.Helper()
+	p, err := NewStatusPublisher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// getPod reads a pod from the status bucket; nil when the key is absent.
+func getPod(t *testing.T, kv jetstream.KeyValue, name string) *v1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e, err := kv.Get(ctx, wire.StatusKey(testNode, "default", name))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("get %s: %v", name, err)
+	}
+	var p v1.Pod
+	if err := json.Unmarshal(e.Value(), &p); err != nil {
+		t.Fatalf("status of %s is not a pod: %v", name, err)
+	}
+	return &p
+}
+
+// subjectLog records messages on the status subjects.
+type subjectLog struct {
+	mu   sync.Mutex
+	msgs map[string][]v1.Pod
+	at   map[string]time.Time // first arrival per subject
+}
+
+func subscribe(t *testing.T, nc *nats.Conn) *subjectLog {
+	t.Helper()
+	l := &subjectLog{msgs: map[string][]v1.Pod{}, at: map[string]time.Time{}}
+	sub, err := nc.Subscribe(wire.StatusSubjectPrefix+".>", func(m *nats.Msg) {
+		var p v1.Pod
+		if err := json.Unmarshal(m.Data, &p); err != nil {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if _, ok := l.at[m.Subject]; !ok {
+			l.at[m.Subject] = time.Now()
+		}
+		l.msgs[m.Subject] = append(l.msgs[m.Subject], p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return l
+}
+
+func (l *subjectLog) get(subject string) ([]v1.Pod, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]v1.Pod(nil), l.msgs[subject]...), l.at[subject]
+}
+
+func TestStatusLandsInBucketAndOnSubject(t *testing.T) {
+	ts := startServer(t)
+	nc, js := ts.connect()
+	kv := createBucket(t, js, wire.StatusBucket)
+	log := subscribe(t, nc)
+	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+
+	sent := time.Now()
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodRunning, ""), Static: true})
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("db", "u2", v1.PodPending, "")})
+
+	subject := wire.StatusSubject(testNode, "default", "web")
+	eventually(t, 5*time.Second, "web on its subject", func() bool { m, _ := log.get(subject); return len(m) > 0 })
+	_, at := log.get(subject)
+	t.Logf("status published %v after the change", at.Sub(sent))
+
+	web := getPod(t, kv, "web")
+	if web == nil || web.Status.Phase != v1.PodRunning || web.UID != "u1" || web.Kind != "Pod" {
+		t.Fatalf("web in bucket = %+v", web)
+	}
+	if web.Annotations[StaticAnnotation] != "true" {
+		t.Errorf("static pod lacks %s annotation: %v", StaticAnnotation, web.Annotations)
+	}
+	eventually(t, 5*time.Second, "db in the bucket", func() bool { return getPod(t, kv, "db") != nil })
+	if db := getPod(t, kv, "db"); db.Annotations[StaticAnnotation] != "" {
+		t.Errorf("non-static pod marked static")
+	}
+}
+
+func TestStatusCoalescesUnderBurst(t *testing.T) {
+	ts := startServer(t)
+	nc, js := ts.connect()
+	log := subscribe(t, nc)
+	fc := clocktesting.NewFakeClock(time.Now())
+	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode, Clock: fc})
+
+	// No bucket yet: the first write fails and the writer waits to retry,
+	// so everything below queues up behind it.
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodPending, "v0")})
+	eventually(t, 10*time.Second, "the writer to back off", fc.HasWaiters)
+	for i := 1; i <= 200; i++ {
+		p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodRunning, fmt.Sprintf("v%d", i))})
+		p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("db", "u2", v1.PodRunning, fmt.Sprintf("v%d", i))})
+	}
+	if n := p.Pending(); n != 2 {
+		t.Fatalf("pending = %d after a burst on two pods, want 2", n)
+	}
+	kv := createBucket(t, js, wire.StatusBucket)
+	fc.Step(time.Second)
+
+	for _, name := range []string{"web", "db"} {
+		subject := wire.StatusSubject(testNode, "default", name)
+		eventually(t, 5*time.Second, name+" published", func() bool { m, _ := log.get(subject); return len(m) > 0 })
+		if got := getPod(t, kv, name); got.Status.Message != "v200" {
+			t.Errorf("%s in bucket has %q, want the latest v200", name, got.Status.Message)
+		}
+	}
+	// A sentinel written after the burst proves nothing else is in flight.
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("sentinel", "u3", v1.PodRunning, "")})
+	eventually(t, 5*time.Second, "sentinel", func() bool { return getPod(t, kv, "sentinel") != nil })
+	for _, name := range []string{"web", "db"} {
+		if m, _ := log.get(wire.StatusSubject(testNode, "default", name)); len(m) != 1 || m[0].Status.Message != "v200" {
+			t.Errorf("%s published %d times, want once with v200", name, len(m))
+		}
+	}
+}
+
+func TestStatusRemovalDeletesKey(t *testing.T) {
+	ts := startServer(t)
+	_, js := ts.connect()
+	kv := createBucket(t, js, wire.StatusBucket)
+	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodRunning, "")})
+	eventually(t, 5*time.Second, "web written", func() bool { return getPod(t, kv, "web") != nil })
+	p.PodStatusRemoved(statusPod("web", "u1", "", ""))
+	eventually(t, 5*time.Second, "web deleted", func() bool { return getPod(t, kv, "web") == nil })
+
+	// A new instance under the same name survives the removal of the old.
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("static", "old", v1.PodRunning, "")})
+	eventually(t, 5*time.Second, "old written", func() bool { p := getPod(t, kv, "static"); return p != nil && p.UID == "old" })
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("static", "new", v1.PodPending, "")})
+	eventually(t, 5*time.Second, "new written", func() bool { p := getPod(t, kv, "static"); return p != nil && p.UID == "new" })
+	p.PodStatusRemoved(statusPod("static", "old", "", ""))
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("sentinel", "s", v1.PodRunning, "")})
+	eventually(t, 5*time.Second, "sentinel", func() bool { return getPod(t, kv, "sentinel") != nil })
+	if got := getPod(t, kv, "static"); got == nil || got.UID != "new" {
+		t.Errorf("removing the old instance touched the new one: %+v", got)
+	}
+}
+
+func TestStatusSurvivesNATSRestart(t *testing.T) {
+	ts := startServer(t)
+	nc, js := ts.connect()
+	createBucket(t, js, wire.StatusBucket)
+	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+
+	ts.shutdown()
+	eventually(t, 5*time.Second, "client to notice", func() bool { return !nc.IsConnected() })
+	for i := 1; i <= 20; i++ {
+		p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodRunning, fmt.Sprintf("v%d", i))})
+	}
+	ts.start()
+	eventually(t, 10*time.Second, "reconnect", nc.IsConnected)
+	kv, err := js.KeyValue(context.Background(), wire.StatusBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the latest status after the restart", func() bool {
+		got := getPod(t, kv, "web")
+		return got != nil && got.Status.Message == "v20"
+	})
+}
+
+func TestNewStatusPublisherErrors(t *testing.T) {
+	if _, err := NewStatusPublisher(StatusConfig{NodeName: "n"}); err == nil {
+		t.Error("missing JS accepted")
+	}
+	ts := startServer(t)
+	_, js := ts.connect()
+	if _, err := NewStatusPublisher(StatusConfig{JS: js}); err == nil {
+		t.Error("missing NodeName accepted")
+	}
+}

@@ -1,0 +1,181 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/seconds"
+)
+
+// DefaultClientTimeout bounds a request when Client.Timeout is zero.
+const DefaultClientTimeout = 30 * time.Second
+
+// Client calls nodes' command services.
+type Client struct {
+	NC *nats.Conn
+	// Timeout bounds each request (exec: added to the command's timeout;
+	// log follow: unbounded, ended by ctx).
+	Timeout time.Duration
+}
+
+func (c *Client) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultClientTimeout
+}
+
+// Call sends req to node's verb endpoint and decodes the reply into resp.
+func (c *Client) Call(ctx context.Context, node, verb string, timeout time.Duration, req, resp any) error {
+	if node == "" {
+		return fmt.Errorf("%s: node name required", verb)
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode %s request: %w", verb, err)
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	msg, err := c.NC.RequestWithContext(ctx, CommandSubject(node, verb), data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("node %q is not reachable (no responders): is it running?", node)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return &Error{Code: CodeTimeout, Description: fmt.Sprintf("node %q did not answer %s within %s", node, verb, timeout)}
+	case err != nil:
+		return fmt.Errorf("%s on node %q: %w", verb, node, err)
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		return &Error{Code: parseCode(code), Description: msg.Header.Get(micro.ErrorHeader)}
+	}
+	if resp == nil {
+		return nil
+	}
+	if err := json.Unmarshal(msg.Data, resp); err != nil {
+		return fmt.Errorf("decode %s reply from node %q: %w", verb, node, err)
+	}
+	return nil
+}
+
+// ListPods returns the node's pods with live status (namespace "" = all).
+func (c *Client) ListPods(ctx context.Context, node, namespace string) ([]*v1.Pod, error) {
+	var resp ListPodsResponse
+	if err := c.Call(ctx, node, VerbPodsList, c.timeout(), ListPodsRequest{Namespace: namespace}, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Pods, nil
+}
+
+// GetPod returns one pod with its live status.
+func (c *Client) GetPod(ctx context.Context, node, namespace, name string) (*v1.Pod, error) {
+	var resp GetPodResponse
+	if err := c.Call(ctx, node, VerbPodsGet, c.timeout(), GetPodRequest{Namespace: namespace, Name: name}, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Pod, nil
+}
+
+// DescribePod returns the node's full description of a pod.
+func (c *Client) DescribePod(ctx context.Context, node, namespace, name string) (*Description, error) {
+	var resp Description
+	if err := c.Call(ctx, node, VerbPodsDescribe, c.timeout(), DescribePodRequest{Namespace: namespace, Name: name}, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// Exec runs a command in a container. A non-zero exit is in the response.
+func (c *Client) Exec(ctx context.Context, node string, req ExecRequest) (*ExecResponse, error) {
+	timeout := DefaultExecTimeout
+	if req.TimeoutSeconds > 0 {
+		timeout = seconds.Duration(req.TimeoutSeconds)
+	}
+	var resp ExecResponse
+	if err := c.Call(ctx, node, VerbExec, timeout+c.timeout(), req, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// Restart restarts a pod's containers, or one container.
+func (c *Client) Restart(ctx context.Context, node, namespace, name, container string) (string, error) {
+	var resp Ack
+	err := c.Call(ctx, node, VerbRestart, c.timeout(), RestartRequest{Namespace: namespace, Name: name, Container: container}, &resp)
+	return resp.Message, err
+}
+
+// Evict evicts a pod with an optional grace period and reason.
+func (c *Client) Evict(ctx context.Context, node, namespace, name string, gracePeriodSeconds *int64, reason string) (string, error) {
+	var resp Ack
+	err := c.Call(ctx, node, VerbEvict, c.timeout(), EvictRequest{Namespace: namespace, Name: name, GracePeriodSeconds: gracePeriodSeconds, Reason: reason}, &resp)
+	return resp.Message, err
+}
+
+// Logs writes a container's log to w. The log is streamed through a private
+// inbox; with req.Follow it continues until the instance ends or ctx is
+// canceled (the node then notices the client went away). It returns why a
+// follow ended.
+func (c *Client) Logs(ctx context.Context, node string, req LogsRequest, w io.Writer) (string, error) {
+	req.Inbox = c.NC.NewInbox() // not a resp-mux inbox: once unsubscribed, the node sees no responders
+	chunks := make(chan *nats.Msg, 64)
+	sub, err := c.NC.ChanSubscribe(req.Inbox, chunks)
+	if err != nil {
+		return "", fmt.Errorf("subscribe to log inbox: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		resp LogsResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	timeout := c.timeout()
+	if req.Follow {
+		timeout = 0 // only ctx ends a follow
+	}
+	go func() {
+		var r result
+		r.err = c.Call(ctx, node, VerbLogs, timeout, req, &r.resp)
+		done <- r
+	}()
+	var writeErr error
+	for {
+		select {
+		case m := <-chunks:
+			var ch LogChunk
+			if err := json.Unmarshal(m.Data, &ch); err != nil {
+				return "", fmt.Errorf("decode log chunk: %w", err)
+			}
+			if _, err := w.Write(ch.Data); err != nil {
+				// Stop acknowledging: the node sees the client gone.
+				writeErr = fmt.Errorf("write log: %w", err)
+				cancel()
+				continue
+			}
+			_ = m.Respond(nil)
+		case r := <-done:
+			// Chunks are acknowledged one by one, so none can still be
+			// in flight once the final reply arrived.
+			if writeErr != nil {
+				return "", writeErr
+			}
+			if r.err != nil && ctx.Err() != nil && req.Follow {
+				return EndedCanceled, nil
+			}
+			return r.resp.Ended, r.err
+		}
+	}
+}
