@@ -31,8 +31,9 @@
 //	│            │ stopped on its own (Terminated)    ▼
 //	│            ├──────────────────────────────────► failed
 //	│            │                                    │
-//	│            │ work finished and the pod is       │ WorkerRespawnDelay passed:
-//	│            │ removed or re-created (housekeep)  │ respawn as uid~generation+1
+//	│            │ work finished and the pod removed  │ WorkerRespawnDelay passed:
+//	│            │ (at once, cleanup started) or      │ respawn as uid~generation+1
+//	│            │ re-created (housekeep)             │
 //	│            ▼                                    │ (a new record, live)
 //	│         purging ──Terminated──► record deleted  │
 //	│                   (re-created pod: spawn again) │
@@ -48,7 +49,8 @@
 //
 // Ticks come from the injected clock: every SyncPeriod (1 s) pods whose
 // requeue is due are synced; every HousekeepingPeriod (2 s) finished workers
-// are purged, orphans killed (once sources are ready) and the runtime
+// of re-created pods are purged (those of removed pods are purged, and their
+// runtime leftovers cleaned up, as soon as they finish), orphans killed (once sources are ready) and the runtime
 // garbage-collected. Runtime calls run in goroutines and come back as
 // messages, so Receive never blocks.
 package supervisor

@@ -78,19 +78,26 @@ func TestDeleteStartsGracefulTermination(t *testing.T) {
 	}
 }
 
-func TestRemoveKillsForgetsAndHousekeepingPurges(t *testing.T) {
+// A removed pod is killed, forgotten, and purged and cleaned up as soon as
+// its worker finished, without waiting for housekeeping.
+func TestRemoveKillsForgetsAndPurgesAtOnce(t *testing.T) {
 	h := newHarness(t, nil)
 	p := newPod("a", "a", 1)
 	h.add(p)
 	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
-	eventually(t, "probes unregistered", func() bool { return len(recorded[*messages.PodForgotten](h.prober)) == 1 })
-	eventually(t, "finished", func() bool { return finished(h, "a") })
-	h.housekeep()
+	eventually(t, "probes unregistered", func() bool { return len(recorded[*messages.PodForgotten](h.prober)) >= 1 })
 	eventually(t, "worker purged", func() bool { return !h.describe("a").Found })
 	eventually(t, "status forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
 	eventually(t, "pod cleaned up", func() bool { return h.rt.Count(fake.OpCleanupPod) == 1 })
+	if n := h.rt.Count(fake.OpGC); n != 0 {
+		t.Fatalf("%d housekeeping passes ran; the purge must not wait for one", n)
+	}
+	h.housekeep()
+	if n := h.rt.Count(fake.OpCleanupPod); n != 1 {
+		t.Fatalf("CleanupPod ran %d times, want once", n)
+	}
 }
 
 func TestReconcileDoesNotSyncOrRestart(t *testing.T) {
@@ -367,13 +374,12 @@ func TestLateStatusAfterPurgeIsDropped(t *testing.T) {
 	h.add(p)
 	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
-	eventually(t, "finished", func() bool { return finished(h, "a") })
-	// The removed pod's final status is not published: the pod is gone
-	// from its source and must not come back into view.
+	// The removed pod's final status is not published, whether it arrives
+	// before or after the purge: the pod is gone from its source and must
+	// not come back into view.
 	before := len(recorded[*messages.PodStatusComputed](h.status))
 	h.send(&messages.PodStatusComputed{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed}})
 	h.never("status of a removed pod forwarded", func() bool { return len(recorded[*messages.PodStatusComputed](h.status)) != before })
-	h.housekeep()
 	eventually(t, "forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
 	h.send(&messages.PodStatusComputed{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed}})
 	h.never("late status forwarded", func() bool { return len(recorded[*messages.PodStatusComputed](h.status)) != before })
@@ -391,14 +397,8 @@ func TestPurgedPodsAreCleanedUpInParallel(t *testing.T) {
 	for _, p := range pods {
 		eventually(t, "sync", func() bool { return h.syncsOf(p.UID) > 0 })
 	}
-	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: pods, Source: messages.SourceRemote})
-	for _, p := range pods {
-		eventually(t, "finished", func() bool { return finished(h, p.UID) })
-	}
 	release := h.rt.Hold(fake.OpCleanupPod)
 	defer release()
-	h.clock.Step(2 * time.Second)
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: pods, Source: messages.SourceRemote})
 	eventually(t, "three cleanups in flight together", func() bool { return h.rt.Count(fake.OpCleanupPod) == 3 })
-	release()
-	h.housekeep()
 }

@@ -40,6 +40,7 @@ type supervisor struct {
 	housekeeping   bool               // a housekeeping pass is in flight
 	cancel         context.CancelFunc // cancels the housekeeping pass in flight
 	life           context.Context    // ends when the loop stops
+	cleanupSem     chan struct{}      // bounds the cleanups of removed pods in flight
 	endLife        context.CancelFunc
 	stopTicks      chan struct{}
 	runtimeReady   bool
@@ -71,6 +72,7 @@ func Props(cfg Config) (*actor.Props, error) {
 			pods: map[types.UID]*desiredPod{}, workers: map[types.UID]*worker{}, byPID: map[string]types.UID{},
 			static: newStaticPods(), plegHealthy: true, runtimeMessage: "runtime status not reported yet",
 			lostChildren: map[string]bool{}, cancel: func() {}, life: context.Background(), endLife: func() {},
+			cleanupSem: make(chan struct{}, cleanupParallelism),
 		}
 	}, actor.WithSupervisor(newRestartStrategy(cfg))), nil
 }
@@ -153,6 +155,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.housekeep(ctx)
 	case *housekeepingDone:
 		s.housekeepingDone(ctx, m)
+	case *podCleanedUp:
+		s.podCleanedUp(m)
 	case *deadContainersRemoved:
 		if m.err != nil {
 			klog.ErrorS(m.err, "Failed to remove dead containers", "podUID", m.uid)
