@@ -17,7 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/actorlet/actorlet/seconds"
+	"github.com/actorlet/actorlet/messages/seconds"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/seconds"
+	"github.com/actorlet/actorlet/messages/seconds"
 
 	"github.com/actorlet/actorlet/messages/podrules"
 	v1 "k8s.io/api/core/v1"

@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/seconds"
+	"github.com/actorlet/actorlet/messages/seconds"
 
 	"github.com/actorlet/actorlet/messages/podrules"
 )

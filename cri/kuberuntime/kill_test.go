@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/seconds"
+	"github.com/actorlet/actorlet/messages/seconds"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/seconds"
+	"github.com/actorlet/actorlet/messages/seconds"
 )
 
 // maxExecOutput caps each of ExecSync's stdout and stderr, leaving room

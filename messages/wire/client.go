@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/seconds"
+	"github.com/actorlet/actorlet/messages/seconds"
 )
 
 // DefaultClientTimeout bounds a request when Client.Timeout is zero.

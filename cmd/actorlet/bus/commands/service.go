@@ -13,7 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/actorlet/actorlet/seconds"
+	"github.com/actorlet/actorlet/messages/seconds"
 
 	"github.com/actorlet/actorlet/messages/wire"
 )

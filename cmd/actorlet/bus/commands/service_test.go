@@ -13,8 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/actorlet/actorlet/messages/seconds"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/seconds"
 )
 
 func TestServiceVerbs(t *testing.T) {
