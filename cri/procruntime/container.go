@@ -157,8 +157,6 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		return nil, status.Error(codes.InvalidArgument, "config.image.image: must not be empty")
 	case len(config.GetCommand())+len(config.GetArgs()) == 0:
 		return nil, status.Error(codes.InvalidArgument, "config.command: must not be empty (the process runtime has no image entrypoint)")
-	case config.GetTty() || config.GetStdin():
-		return nil, status.Error(codes.InvalidArgument, "config.tty/stdin: not supported by the process runtime")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -238,6 +236,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		Env:     containerEnv(c.config, s.config),
 		Dir:     workingDir(c.config),
 		LogPath: c.rec.LogPath,
+
+		Tty:          c.config.GetTty(),
+		Stdin:        c.config.GetStdin(),
+		StdinOnce:    c.config.GetStdinOnce(),
+		AttachSocket: attachSocketPath(r.opts.RootDir, c.rec.ID),
 	}
 	if spec.LogPath == "" {
 		spec.LogPath = os.DevNull
@@ -318,6 +321,8 @@ func (r *Runtime) spawnShim(rec containerRecord, spec shimSpec) (*exec.Cmd, shim
 	}
 	defer pr.Close()
 	cmd := exec.Command("/proc/self/exe")
+	// What ps shows: the shim and its container, not /proc/self/exe.
+	cmd.Args = []string{shimArgv0, rec.ID}
 	cmd.Env = append(os.Environ(), shimEnvVar+"="+dir)
 	if os.Getenv("GORACE") == "" {
 		// A race-enabled binary (tests) otherwise sleeps 1 s on exit,

@@ -25,6 +25,10 @@ type Options struct {
 	// HostIP is reported as every sandbox's IP (default 127.0.0.1); there
 	// is no network isolation.
 	HostIP string
+	// StreamAddress is the host:port the CRI streaming server (Exec,
+	// Attach, PortForward URLs) listens on; default 127.0.0.1 on a free
+	// port. It has no authentication: keep it on the loopback.
+	StreamAddress string
 }
 
 // Runtime is the process runtime: a CRI v1 RuntimeService and ImageService.
@@ -36,6 +40,7 @@ type Runtime struct {
 	boot   string
 	events *broadcaster
 	server *grpc.Server
+	stream *streamServer
 
 	mu         sync.Mutex
 	sandboxes  map[string]*sandbox
@@ -98,6 +103,9 @@ func New(opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	if err := r.loadContainers(); err != nil {
+		return nil, err
+	}
+	if r.stream, err = r.newStreamServer(opts.StreamAddress); err != nil {
 		return nil, err
 	}
 	r.server = grpc.NewServer(
@@ -176,6 +184,7 @@ func (r *Runtime) Stop() {
 		close(r.stopped)
 		r.events.close()
 		r.server.Stop()
+		r.stream.stop()
 	})
 }
 

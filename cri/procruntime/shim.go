@@ -35,12 +35,21 @@ import (
 //     and exits. A shim that exits without exit.json died abnormally.
 const shimEnvVar = "ACTORLET_PROCRUNTIME_SHIM"
 
+// shimArgv0 is the shim's argv[0], so that ps shows
+// "actorlet-shim <container ID>".
+const shimArgv0 = "actorlet-shim"
+
 // shimSpec is what the shim runs.
 type shimSpec struct {
 	Args    []string `json:"args"`
 	Env     []string `json:"env"`
 	Dir     string   `json:"dir"`
 	LogPath string   `json:"logPath"`
+	// Stdio (attach.go): a pty, a stdin pipe, and where to serve attach.
+	Tty          bool   `json:"tty,omitempty"`
+	Stdin        bool   `json:"stdin,omitempty"`
+	StdinOnce    bool   `json:"stdinOnce,omitempty"`
+	AttachSocket string `json:"attachSocket,omitempty"`
 }
 
 // startedRecord is started.json, written by the shim once the process runs.
@@ -124,7 +133,7 @@ func runShim(dir string) error {
 	if err := readJSON(filepath.Join(dir, shimSpecFile), &spec); err != nil {
 		return sendReport(report, shimReport{Error: fmt.Sprintf("read shim spec: %v", err)})
 	}
-	cmd, logFile, out, err := startProcess(spec)
+	cmd, logFile, out, cio, err := startProcess(spec)
 	if err != nil {
 		return sendReport(report, shimReport{Error: err.Error()})
 	}
@@ -160,6 +169,7 @@ func runShim(dir string) error {
 	// As in a container, the main process' exit ends the whole group.
 	_ = syscall.Kill(-id.PID, syscall.SIGKILL)
 	out.wait(drainTimeout)
+	cio.closeAll()
 	_ = logFile.Sync()
 
 	rec := exitRecord{FinishedAt: finished.UnixNano()}
@@ -214,22 +224,22 @@ func (o *outputCopier) wait(d time.Duration) {
 }
 
 // startProcess starts the container's process in its own process group with
-// its output copied into the CRI log file.
-func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, error) {
+// its output copied into the CRI log file and its stdio attachable.
+func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *containerIO, error) {
 	if len(spec.Args) == 0 {
-		return nil, nil, nil, errors.New("no command to run")
+		return nil, nil, nil, nil, errors.New("no command to run")
 	}
 	if err := os.MkdirAll(filepath.Dir(spec.LogPath), 0o755); err != nil {
-		return nil, nil, nil, fmt.Errorf("create log directory: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("create log directory: %w", err)
 	}
 	logFile, err := os.OpenFile(spec.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("open log file: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("open log file: %w", err)
 	}
 	path, err := lookPathIn(spec.Args[0], spec.Env)
 	if err != nil {
 		logFile.Close()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	cmd := exec.Command(path, spec.Args[1:]...)
 	cmd.Args[0] = spec.Args[0]
@@ -237,32 +247,18 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, error) {
 	cmd.Dir = spec.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	outR, outW, err := os.Pipe()
+	cio, err := newContainerIO(spec, cmd)
 	if err != nil {
 		logFile.Close()
-		return nil, nil, nil, fmt.Errorf("create stdout pipe: %w", err)
+		return nil, nil, nil, nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		logFile.Close()
-		outR.Close()
-		outW.Close()
-		return nil, nil, nil, fmt.Errorf("create stderr pipe: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
 	err = cmd.Start()
-	outW.Close()
-	errW.Close()
+	cio.closeChildEnds()
 	if err != nil {
 		logFile.Close()
-		outR.Close()
-		errR.Close()
-		return nil, nil, nil, err
+		cio.closeAll()
+		return nil, nil, nil, nil, err
 	}
-	log := newCRILog(logFile, time.Now)
-	o := &outputCopier{pipes: []*os.File{outR, errR}}
-	o.wg.Add(2)
-	go func() { defer o.wg.Done(); log.copyFrom(streamStdout, outR) }()
-	go func() { defer o.wg.Done(); log.copyFrom(streamStderr, errR) }()
-	return cmd, logFile, o, nil
+	o := cio.copyOutput(newCRILog(logFile, time.Now))
+	return cmd, logFile, o, cio, nil
 }
