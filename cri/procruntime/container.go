@@ -47,6 +47,8 @@ type container struct {
 	startDone chan struct{}
 	// done is closed once the exit is recorded (nil until started).
 	done chan struct{}
+	// resources set by UpdateContainerResources (nil: the config's).
+	resources *runtimeapi.LinuxContainerResources
 }
 
 func (c *container) state() runtimeapi.ContainerState {
@@ -100,6 +102,7 @@ func (r *Runtime) loadContainers() error {
 		case !errors.Is(err, os.ErrNotExist):
 			return fmt.Errorf("procruntime: load container %q: %w", c.rec.ID, err)
 		}
+		r.loadResources(c)
 		r.containers[c.rec.ID] = c
 		r.names[c.key()] = c.rec.ID
 		if c.exit == nil && c.rec.Starting {
@@ -167,12 +170,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	if !s.rec.Ready {
 		return nil, status.Errorf(codes.FailedPrecondition, "create container %q: sandbox %q is not ready", config.GetMetadata().GetName(), s.rec.ID)
 	}
+	img, err := r.containerImageLocked(config.GetImage().GetImage())
+	if err != nil {
+		return nil, err
+	}
 	c := &container{
 		rec: containerRecord{
 			ID:        newID(),
 			SandboxID: s.rec.ID,
 			CreatedAt: time.Now().UnixNano(),
-			ImageRef:  imageID(config.GetImage().GetImage()),
+			ImageRef:  img.ID,
 		},
 		config: config,
 	}

@@ -43,6 +43,7 @@ func containerStatus(c *container) *runtimeapi.ContainerStatus {
 		Mounts:      c.config.GetMounts(),
 		LogPath:     c.rec.LogPath,
 		StopSignal:  c.config.GetStopSignal(),
+		Resources:   resourcesOf(c),
 	}
 	if c.exit != nil {
 		st.ExitCode = c.exit.ExitCode

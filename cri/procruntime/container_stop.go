@@ -82,9 +82,9 @@ func (r *Runtime) shimExited(c *container) {
 // StopContainer signals the container's process group with its stop signal
 // (SIGTERM unless the config says otherwise), then SIGKILL after timeout
 // seconds (0: at once), and returns once the exit is recorded. Stopping a
-// container that is not running is fine.
+// container that is not running, or unknown, is fine (CRI: idempotent).
 func (r *Runtime) StopContainer(ctx context.Context, req *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
-	if err := r.stopContainer(ctx, req.GetContainerId(), req.GetTimeout()); err != nil {
+	if err := r.stopContainer(ctx, req.GetContainerId(), req.GetTimeout()); err != nil && status.Code(err) != codes.NotFound {
 		return nil, err
 	}
 	return &runtimeapi.StopContainerResponse{}, nil

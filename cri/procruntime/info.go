@@ -2,6 +2,11 @@ package procruntime
 
 import (
 	"context"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -34,8 +39,81 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 			{Type: runtimeapi.NetworkReady, Status: true},
 		}},
 	}
+	resp.RuntimeHandlers = []*runtimeapi.RuntimeHandler{{
+		Name:     defaultHandler,
+		Features: &runtimeapi.RuntimeHandlerFeatures{},
+	}}
+	resp.Features = &runtimeapi.RuntimeFeatures{}
 	if req.GetVerbose() {
-		resp.Info = map[string]string{"rootDir": r.opts.RootDir, "hostIP": r.opts.HostIP}
+		resp.Info = map[string]string{
+			"rootDir":       r.opts.RootDir,
+			"hostIP":        r.opts.HostIP,
+			"streamAddress": r.StreamAddress(),
+			"unsupported":   strings.Join(UnsupportedRPCs, ","),
+		}
 	}
 	return resp, nil
+}
+
+// defaultHandler is the only runtime handler (RuntimeClass) served.
+const defaultHandler = ""
+
+func knownHandler(h string) bool { return h == defaultHandler }
+
+// RuntimeConfig reports the cgroup driver: cgroupfs (the runtime writes
+// cgroup directories itself when it isolates, see isolation.go).
+func (r *Runtime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{
+		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},
+	}, nil
+}
+
+// UpdateRuntimeConfig accepts the pod CIDR the kubelet sends; with no
+// network of its own the runtime has nothing to configure.
+func (r *Runtime) UpdateRuntimeConfig(context.Context, *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}
+
+// ImageFsInfo reports what the image records (images/) and the container
+// state (containers/) use on disk, measured by walking them.
+func (r *Runtime) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
+	now := time.Now().UnixNano()
+	usage := func(dir string) *runtimeapi.FilesystemUsage {
+		bytes, inodes := diskUsage(dir)
+		return &runtimeapi.FilesystemUsage{
+			Timestamp:  now,
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: dir},
+			UsedBytes:  &runtimeapi.UInt64Value{Value: bytes},
+			InodesUsed: &runtimeapi.UInt64Value{Value: inodes},
+		}
+	}
+	return &runtimeapi.ImageFsInfoResponse{
+		ImageFilesystems:     []*runtimeapi.FilesystemUsage{usage(filepath.Join(r.opts.RootDir, imagesDir))},
+		ContainerFilesystems: []*runtimeapi.FilesystemUsage{usage(filepath.Join(r.opts.RootDir, containersDir))},
+	}, nil
+}
+
+// maxDiskUsageEntries bounds the walk of one directory.
+const maxDiskUsageEntries = 1 << 20
+
+// diskUsage sums the allocated bytes and counts the inodes under dir.
+func diskUsage(dir string) (bytes, inodes uint64) {
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		inodes++
+		if inodes > maxDiskUsageEntries {
+			return filepath.SkipAll
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				bytes += uint64(st.Blocks) * 512
+			} else {
+				bytes += uint64(fi.Size())
+			}
+		}
+		return nil
+	})
+	return bytes, inodes
 }

@@ -123,6 +123,9 @@ func containerConfig(name string, labels map[string]string, cmd ...string) *runt
 // create creates a container and returns its ID.
 func (e *env) create(sandboxID string, sb *runtimeapi.PodSandboxConfig, cfg *runtimeapi.ContainerConfig) string {
 	e.t.Helper()
+	if _, err := e.c.PullImage(ctx(e.t), cfg.Image, nil, sb); err != nil {
+		e.t.Fatalf("PullImage %s: %v", cfg.Image.Image, err)
+	}
 	id, err := e.c.CreateContainer(ctx(e.t), sandboxID, cfg, sb)
 	if err != nil {
 		e.t.Fatalf("CreateContainer %s: %v", cfg.Metadata.Name, err)

@@ -41,6 +41,7 @@ type Runtime struct {
 	events *broadcaster
 	server *grpc.Server
 	stream *streamServer
+	stats  statsCache
 
 	mu         sync.Mutex
 	sandboxes  map[string]*sandbox

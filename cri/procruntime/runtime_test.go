@@ -292,7 +292,7 @@ func TestImages(t *testing.T) {
 	}
 	for _, byRef := range []string{spec.Image, ref} {
 		st, err := e.c.ImageStatus(ctx(t), &runtimeapi.ImageSpec{Image: byRef}, false)
-		if err != nil || st.Image.GetId() != ref || st.Image.RepoTags[0] != spec.Image {
+		if err != nil || st.Image.GetId() != ref || st.Image.RepoTags[0] != spec.Image || st.Image.Size == 0 {
 			t.Errorf("ImageStatus(%s) = %v, %v", byRef, st, err)
 		}
 	}
@@ -314,7 +314,7 @@ func TestImages(t *testing.T) {
 	if err := e.c.RemoveImage(ctx(t), spec); err != nil {
 		t.Errorf("RemoveImage of an absent image: %v", err)
 	}
-	if list, _ := e.c.ListImages(ctx(t), nil); len(list) != 1 || list[0].RepoTags[0] != "alpine" {
+	if list, _ := e.c.ListImages(ctx(t), nil); len(list) != 1 || list[0].RepoTags[0] != "docker.io/library/alpine:latest" {
 		t.Errorf("after remove: %v", list)
 	}
 }

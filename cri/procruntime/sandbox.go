@@ -93,6 +93,8 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		return nil, status.Error(codes.InvalidArgument, "config.metadata.namespace: must not be empty")
 	case m.GetUid() == "":
 		return nil, status.Error(codes.InvalidArgument, "config.metadata.uid: must not be empty")
+	case !knownHandler(req.GetRuntimeHandler()):
+		return nil, status.Errorf(codes.InvalidArgument, "runtime_handler %q: unknown (the process runtime has only the default handler \"\")", req.GetRuntimeHandler())
 	}
 	s := &sandbox{
 		rec: sandboxRecord{
@@ -129,7 +131,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 }
 
 // StopPodSandbox kills all the sandbox's containers and marks it NOTREADY.
-// Stopping a stopped sandbox is fine.
+// Stopping a stopped or unknown sandbox is fine (CRI: idempotent).
 func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
 	r.mu.Lock()
 	s, err := lookup(r.sandboxes, "sandbox", req.GetPodSandboxId())
@@ -138,6 +140,9 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSan
 		ids = r.sandboxContainerIDsLocked(s.rec.ID)
 	}
 	r.mu.Unlock()
+	if status.Code(err) == codes.NotFound {
+		return &runtimeapi.StopPodSandboxResponse{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
