@@ -351,3 +351,20 @@ func (e *env) readLog(sb *runtimeapi.PodSandboxConfig, cfg *runtimeapi.Container
 	}
 	return string(b)
 }
+
+// rawImages is a plain CRI image client on e's socket.
+func (e *env) rawImages() runtimeapi.ImageServiceClient {
+	e.t.Helper()
+	conn, err := grpc.NewClient("unix://"+e.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		e.t.Fatalf("grpc.NewClient: %v", err)
+	}
+	e.t.Cleanup(func() { _ = conn.Close() })
+	return runtimeapi.NewImageServiceClient(conn)
+}
+
+// readCmdline is /proc/<pid>/cmdline with spaces between arguments.
+func readCmdline(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " ")), err
+}

@@ -1,0 +1,97 @@
+package procruntime_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestImageReferences(t *testing.T) {
+	e := newEnv(t)
+	ref, err := e.c.PullImage(ctx(t), &runtimeapi.ImageSpec{Image: "busybox"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One image however it is spelled.
+	for _, name := range []string{"busybox:latest", "docker.io/library/busybox", "docker.io/library/busybox:latest"} {
+		again, err := e.c.PullImage(ctx(t), &runtimeapi.ImageSpec{Image: name}, nil, nil)
+		if err != nil || again != ref {
+			t.Errorf("PullImage(%s) = %s, %v; want %s", name, again, err, ref)
+		}
+	}
+	if list, _ := e.c.ListImages(ctx(t), nil); len(list) != 1 {
+		t.Errorf("ListImages = %v, want one image", list)
+	}
+	// Hostile and malformed references are refused with the field named.
+	for _, bad := range []string{"Busybox", "busybox@sha256:short", "busybox:" + strings.Repeat("x", 200), strings.Repeat("a/", 3000) + "b"} {
+		_, err := e.c.PullImage(ctx(t), &runtimeapi.ImageSpec{Image: bad}, nil, nil)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "image.image") {
+			t.Errorf("PullImage(%.40q) = %v, want InvalidArgument naming image.image", bad, err)
+		}
+	}
+	// An old record kept under the name as typed is found by any spelling
+	// after a restart (normalised on load).
+	sum := sha256.Sum256([]byte("alpine"))
+	old := hex.EncodeToString(sum[:])
+	rec := fmt.Sprintf(`{"id":"sha256:%s","name":"alpine","pulledAt":1}`, old)
+	if err := os.WriteFile(filepath.Join(e.root, "images", old+".json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.rt.Stop()
+	e.start()
+	for _, name := range []string{"busybox", "alpine:latest"} {
+		st, err := e.c.ImageStatus(ctx(t), &runtimeapi.ImageSpec{Image: name}, false)
+		if err != nil || st.Image == nil || st.Image.RepoTags[0] != "docker.io/library/"+strings.TrimSuffix(name, ":latest")+":latest" {
+			t.Errorf("ImageStatus(%s) after restart = %v, %v", name, st, err)
+		}
+	}
+}
+
+func TestStatsAndFsInfo(t *testing.T) {
+	e := newEnv(t)
+	sb, sbc := e.runSandbox("stats", nil)
+	id := e.run(sb, sbc, containerConfig("spin", nil, "sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exec sleep 60"))
+	rs := e.rawRuntime()
+	var cpu uint64
+	for i := 0; i < 100 && cpu == 0; i++ {
+		resp, err := rs.ContainerStats(ctx(t), &runtimeapi.ContainerStatsRequest{ContainerId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cpu = resp.Stats.Cpu.UsageCoreNanoSeconds.GetValue()
+		if resp.Stats.Memory.WorkingSetBytes.GetValue() == 0 {
+			t.Fatalf("no memory usage: %v (container %v)", resp.Stats, e.status(id))
+		}
+	}
+	if cpu == 0 {
+		t.Error("a spinning container used no CPU")
+	}
+	ps, err := rs.PodSandboxStats(ctx(t), &runtimeapi.PodSandboxStatsRequest{PodSandboxId: sb})
+	if err != nil || ps.Stats.Linux.Process.ProcessCount.GetValue() == 0 {
+		t.Errorf("PodSandboxStats = %v, %v", ps, err)
+	}
+	conn := e.rawImages()
+	fs, err := conn.ImageFsInfo(ctx(t), &runtimeapi.ImageFsInfoRequest{})
+	if err != nil || fs.ImageFilesystems[0].InodesUsed.GetValue() < 2 || fs.ContainerFilesystems[0].UsedBytes.GetValue() == 0 {
+		t.Errorf("ImageFsInfo = %v, %v", fs, err)
+	}
+}
+
+func TestShimIsNamedInPs(t *testing.T) {
+	e := newEnv(t)
+	sb, sbc := e.runSandbox("ps", nil)
+	id := e.run(sb, sbc, containerConfig("sleep", nil, "sleep", "60"))
+	_, shim := e.pids(id)
+	b, err := readCmdline(shim)
+	if err != nil || b != "actorlet-shim "+id {
+		t.Errorf("shim cmdline %q, %v; want actorlet-shim %s", b, err, id)
+	}
+}
