@@ -59,6 +59,7 @@ func runRuntime(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "unix:///var/lib/actorlet/runtime/cri.sock", "unix socket to serve CRI v1 on")
 	root := fs.String("root-dir", "/var/lib/actorlet/runtime", "state directory of sandboxes, containers and images")
 	hostIP := fs.String("host-ip", "", "IP reported for every sandbox (default 127.0.0.1)")
+	isolation := fs.String("isolation", "auto", "isolation of containers: auto (everything root can have: per-pod namespaces and per-container cgroups), none, namespaces, cgroups, or namespaces,cgroups")
 	streamAddr := fs.String("streaming-address", "127.0.0.1:0", "host:port of the CRI streaming server (exec, attach, port-forward); unauthenticated, keep it on the loopback")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -66,11 +67,15 @@ func runRuntime(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	rt, err := procruntime.Start(procruntime.Options{RootDir: *root, HostIP: *hostIP, StreamAddress: *streamAddr}, *listen)
+	iso, err := procruntime.ParseIsolation(*isolation)
+	if err != nil {
+		return fmt.Errorf("--isolation: %w", err)
+	}
+	rt, err := procruntime.Start(procruntime.Options{RootDir: *root, HostIP: *hostIP, StreamAddress: *streamAddr, Isolation: iso}, *listen)
 	if err != nil {
 		return err
 	}
-	klog.InfoS("Process runtime serving CRI v1", "endpoint", *listen, "rootDir", *root, "streamingAddress", rt.StreamAddress())
+	klog.InfoS("Process runtime serving CRI v1", "endpoint", *listen, "rootDir", *root, "streamingAddress", rt.StreamAddress(), "isolation", iso)
 	<-ctx.Done()
 	rt.Stop() // containers keep running; a new runtime on the same root adopts them
 	return nil

@@ -249,6 +249,13 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		StdinOnce:    c.config.GetStdinOnce(),
 		AttachSocket: attachSocketPath(r.opts.RootDir, c.rec.ID),
 	}
+	cgroups, err := r.containerCgroups(c.rec.ID, resourcesOf(c).GetLinux())
+	if err != nil {
+		c.starting = false
+		r.mu.Unlock()
+		return nil, status.Errorf(codes.Internal, "start container %q: %v", c.rec.ID, err)
+	}
+	spec.Cgroups = cgroups
 	if spec.LogPath == "" {
 		spec.LogPath = os.DevNull
 	}
@@ -327,9 +334,13 @@ func (r *Runtime) spawnShim(rec containerRecord, spec shimSpec) (*exec.Cmd, shim
 		return nil, shimReport{}, fmt.Errorf("create shim report pipe: %w", err)
 	}
 	defer pr.Close()
-	cmd := exec.Command("/proc/self/exe")
-	// What ps shows: the shim and its container, not /proc/self/exe.
-	cmd.Args = []string{shimArgv0, rec.ID}
+	// What ps shows: "actorlet-shim <id>", not /proc/self/exe; in the
+	// sandbox's namespaces when it has them.
+	cmd, err := r.shimCommand(rec.ID)
+	if err != nil {
+		pw.Close()
+		return nil, shimReport{}, err
+	}
 	cmd.Env = append(os.Environ(), shimEnvVar+"="+dir)
 	if os.Getenv("GORACE") == "" {
 		// A race-enabled binary (tests) otherwise sleeps 1 s on exit,
@@ -365,6 +376,9 @@ func (r *Runtime) spawnShim(rec containerRecord, spec shimSpec) (*exec.Cmd, shim
 	}
 	if res.err == nil && res.rep.Error != "" {
 		res.err = errors.New(res.rep.Error)
+	}
+	if res.err == nil {
+		res.rep.Process, res.err = r.hostProcess(rec.ID, res.rep.Process)
 	}
 	if res.err != nil {
 		if res.rep.Process.PID != 0 {

@@ -49,8 +49,13 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	if err != nil {
 		return nil, status.Errorf(codes.Unknown, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
 	}
-	cmd := exec.CommandContext(ctx, path, req.Cmd[1:]...)
-	cmd.Args[0] = req.Cmd[0]
+	// In the sandbox's namespaces, when it has them (isolation.go).
+	wpath, wargs, err := r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, req.Cmd, false)
+	if err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
+	}
+	cmd := exec.CommandContext(ctx, wpath)
+	cmd.Args = wargs
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

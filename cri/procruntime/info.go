@@ -49,6 +49,7 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 			"rootDir":       r.opts.RootDir,
 			"hostIP":        r.opts.HostIP,
 			"streamAddress": r.StreamAddress(),
+			"isolation":     r.iso.mode.String(),
 			"unsupported":   strings.Join(UnsupportedRPCs, ","),
 		}
 	}

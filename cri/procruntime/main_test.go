@@ -52,6 +52,7 @@ type env struct {
 	rt      *procruntime.Runtime
 	c       *cri.Client
 	counter int
+	iso     procruntime.Isolation
 }
 
 func newEnv(t *testing.T) *env {
@@ -65,7 +66,7 @@ func newEnv(t *testing.T) *env {
 // start (re)starts the runtime on e.root and dials it.
 func (e *env) start() {
 	e.t.Helper()
-	rt, err := procruntime.Start(procruntime.Options{RootDir: e.root}, "unix://"+e.sock)
+	rt, err := procruntime.Start(procruntime.Options{RootDir: e.root, Isolation: e.iso}, "unix://"+e.sock)
 	if err != nil {
 		e.t.Fatalf("Start: %v", err)
 	}

@@ -29,6 +29,10 @@ type Options struct {
 	// Attach, PortForward URLs) listens on; default 127.0.0.1 on a free
 	// port. It has no authentication: keep it on the loopback.
 	StreamAddress string
+	// Isolation turns on per-sandbox namespaces and per-container cgroups
+	// (isolation.go; DefaultIsolation is what root can have). The zero
+	// value runs plain host processes.
+	Isolation Isolation
 }
 
 // Runtime is the process runtime: a CRI v1 RuntimeService and ImageService.
@@ -42,6 +46,7 @@ type Runtime struct {
 	server *grpc.Server
 	stream *streamServer
 	stats  statsCache
+	iso    *isolator
 
 	mu         sync.Mutex
 	sandboxes  map[string]*sandbox
@@ -96,6 +101,9 @@ func New(opts Options) (*Runtime, error) {
 		names:      map[string]string{},
 		images:     map[string]*imageRecord{},
 		stopped:    make(chan struct{}),
+	}
+	if r.iso, err = newIsolator(opts.Isolation); err != nil {
+		return nil, err
 	}
 	if err := r.loadImages(); err != nil {
 		return nil, err
@@ -205,11 +213,15 @@ func (r *Runtime) isStopped() bool {
 func (r *Runtime) Destroy() {
 	r.mu.Lock()
 	r.destroyed = true
-	var procs []procID
-	var dirs []string
+	var procs, holders []procID
+	var dirs, ids []string
 	for _, c := range r.containers {
 		procs = append(procs, c.rec.Process, c.rec.Shim)
 		dirs = append(dirs, r.containerDir(c.rec.ID))
+		ids = append(ids, c.rec.ID)
+	}
+	for _, s := range r.sandboxes {
+		holders = append(holders, s.rec.Holder)
 	}
 	r.mu.Unlock()
 	r.Stop()
@@ -233,6 +245,12 @@ func (r *Runtime) Destroy() {
 		for p.alive() && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	for _, h := range holders {
+		stopHolder(h)
+	}
+	for _, id := range ids {
+		r.removeCgroups(id)
 	}
 	for _, d := range []string{sandboxesDir, containersDir, imagesDir} {
 		if err := os.RemoveAll(filepath.Join(r.opts.RootDir, d)); err != nil {

@@ -27,6 +27,8 @@ type sandboxRecord struct {
 	Ready          bool   `json:"ready"`
 	BootID         string `json:"bootId"`
 	RuntimeHandler string `json:"runtimeHandler,omitempty"`
+	// Holder holds the sandbox's namespaces (isolation.go); zero without.
+	Holder procID `json:"holder,omitempty"`
 }
 
 type sandbox struct {
@@ -68,7 +70,7 @@ func (r *Runtime) loadSandboxes() error {
 			_ = os.RemoveAll(dir)
 			continue
 		}
-		if s.rec.Ready && s.rec.BootID != r.boot {
+		if s.rec.Ready && (s.rec.BootID != r.boot || (s.rec.Holder.PID != 0 && !s.rec.Holder.alive())) {
 			s.rec.Ready = false
 			if err := writeJSON(filepath.Join(dir, "record.json"), s.rec); err != nil {
 				return fmt.Errorf("procruntime: load sandbox %q: %w", s.rec.ID, err)
@@ -116,11 +118,15 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	if err == nil {
 		err = writeProto(filepath.Join(dir, "config.json"), config)
 	}
+	if err == nil && r.iso.mode.Namespaces {
+		err = r.startHolder(s)
+	}
 	if err == nil {
 		err = writeJSON(filepath.Join(dir, "record.json"), s.rec)
 	}
 	if err != nil {
 		delete(r.names, s.key())
+		stopHolder(s.rec.Holder)
 		_ = os.RemoveAll(dir)
 		return nil, status.Errorf(codes.Internal, "run sandbox %q: %v", s.key(), err)
 	}
@@ -156,6 +162,7 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSan
 	if _, ok := r.sandboxes[s.rec.ID]; !ok || !s.rec.Ready {
 		return &runtimeapi.StopPodSandboxResponse{}, nil
 	}
+	stopHolder(s.rec.Holder)
 	s.rec.Ready = false
 	if err := writeJSON(filepath.Join(r.sandboxDir(s.rec.ID), "record.json"), s.rec); err != nil {
 		s.rec.Ready = true
@@ -192,6 +199,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 	if _, ok := r.sandboxes[s.rec.ID]; !ok {
 		return &runtimeapi.RemovePodSandboxResponse{}, nil
 	}
+	stopHolder(s.rec.Holder)
 	if err := os.RemoveAll(r.sandboxDir(s.rec.ID)); err != nil {
 		return nil, status.Errorf(codes.Internal, "remove sandbox %q: %v", s.rec.ID, err)
 	}

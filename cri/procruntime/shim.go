@@ -50,6 +50,8 @@ type shimSpec struct {
 	Stdin        bool   `json:"stdin,omitempty"`
 	StdinOnce    bool   `json:"stdinOnce,omitempty"`
 	AttachSocket string `json:"attachSocket,omitempty"`
+	// Cgroups the container starts in (isolation.go).
+	Cgroups []string `json:"cgroups,omitempty"`
 }
 
 // startedRecord is started.json, written by the shim once the process runs.
@@ -105,10 +107,15 @@ const (
 // package that starts this runtime. It returns at once, unless this
 // process was started as a container shim: then it runs the shim and exits.
 func MaybeRunShim() {
+	maybeExecWrapper()
+	if h, ok := os.LookupEnv(sandboxEnvVar); ok {
+		runHolder(h) // never returns
+	}
 	dir := os.Getenv(shimEnvVar)
 	if dir == "" {
 		return
 	}
+	reexecAsShim()
 	if err := runShim(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "%s shim %s: %v\n", time.Now().Format(time.RFC3339Nano), dir, err)
 		os.Exit(1)
@@ -252,7 +259,14 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *container
 		logFile.Close()
 		return nil, nil, nil, nil, err
 	}
+	if err := joinCgroups(spec.Cgroups); err != nil {
+		logFile.Close()
+		cio.closeChildEnds()
+		cio.closeAll()
+		return nil, nil, nil, nil, err
+	}
 	err = cmd.Start()
+	leaveCgroups(spec.Cgroups)
 	cio.closeChildEnds()
 	if err != nil {
 		logFile.Close()

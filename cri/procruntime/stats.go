@@ -137,6 +137,9 @@ func (r *Runtime) usageOf(t statTarget) procUsage {
 	if !t.running {
 		return procUsage{at: time.Now()}
 	}
+	if u, ok := r.cgroupUsage(t.id); ok {
+		return u
+	}
 	return groupUsage(t.pgid)
 }
 
@@ -303,9 +306,4 @@ func (r *Runtime) ListPodSandboxStats(ctx context.Context, req *runtimeapi.ListP
 		out = append(out, r.sandboxStats(it.st, it.targets))
 	}
 	return &runtimeapi.ListPodSandboxStatsResponse{Stats: out}, nil
-}
-
-// applyResources applies resources to the container's cgroup, if any.
-func (r *Runtime) applyResources(id string, res *runtimeapi.LinuxContainerResources) error {
-	return nil
 }

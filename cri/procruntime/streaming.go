@@ -236,10 +236,15 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 	if err != nil {
 		return utilexec.CodeExitError{Err: err, Code: 127}
 	}
-	cmd := exec.Command(path, cmdline[1:]...)
-	cmd.Args[0] = cmdline[0]
+	dir := workingDir(c.config)
+	wpath, wargs, err := s.r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, cmdline, tty)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(wpath)
+	cmd.Args = wargs
 	cmd.Env = env
-	cmd.Dir = workingDir(c.config)
+	cmd.Dir = dir
 
 	var ptmx *os.File
 	var stdinW *os.File

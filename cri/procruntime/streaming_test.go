@@ -148,7 +148,7 @@ func TestStreamingExec(t *testing.T) {
 		_, _ = io.WriteString(inW, "exit 7\n")
 		close(sizes)
 		if code := exitCode(t, <-done); code != 7 {
-			t.Errorf("exit code %d, want 7", code)
+			t.Errorf("exit code %d, want 7; terminal: %q", code, out.String())
 		}
 		inW.Close()
 	})

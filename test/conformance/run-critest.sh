@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the real crictl and critest (kubernetes-sigs/cri-tools) against the
+# process runtime (`actorlet runtime`), inside new UTS, mount, IPC, PID and
+# network namespaces: critest renames the host, bind-mounts over /etc and
+# creates bridges otherwise. Needs root (unshare) and Go. Not run by CI;
+# docs/cri-conformance.md records the last run.
+#
+#   test/conformance/run-critest.sh [extra critest flags, e.g. --ginkgo.focus=Streaming]
+#
+# Environment:
+#   CRI_TOOLS      a cri-tools checkout to use (default: cloned into $WORK)
+#   CRI_TOOLS_REF  commit to check out when cloning (default: the one the
+#                  conformance doc was written against)
+#   WORK           scratch directory (default /tmp/actorlet-critest)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=${WORK:-/tmp/actorlet-critest}
+CRI_TOOLS_REF=${CRI_TOOLS_REF:-ba03eabc}
+CRI_TOOLS=${CRI_TOOLS:-$WORK/cri-tools}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "run-critest: needs root (unshare of UTS, mount, IPC, PID and network namespaces)" >&2
+	exit 1
+fi
+mkdir -p "$WORK/bin"
+
+if [ ! -d "$CRI_TOOLS" ]; then
+	git clone https://github.com/kubernetes-sigs/cri-tools "$CRI_TOOLS"
+	git -C "$CRI_TOOLS" checkout --quiet "$CRI_TOOLS_REF"
+fi
+echo "cri-tools $(git -C "$CRI_TOOLS" rev-parse HEAD)"
+(cd "$CRI_TOOLS" && go build -mod=vendor -o "$WORK/bin/crictl" ./cmd/crictl &&
+	go test -mod=vendor -c -o "$WORK/bin/critest" ./cmd/critest)
+(cd "$REPO" && go build -o "$WORK/bin/actorlet" ./cmd/actorlet)
+
+# Inside the namespaces: a loopback, a private /proc, the runtime, then
+# crictl (a smoke test) and critest.
+export WORK
+exec unshare --uts --mount --ipc --pid --net --fork --mount-proc --propagation private bash -euo pipefail -c '
+	ip link set lo up
+	hostname actorlet-critest
+	SOCK=unix://$WORK/cri.sock
+	rm -rf "$WORK/state" "$WORK/cri.sock"
+	"$WORK/bin/actorlet" runtime --listen "$SOCK" --root-dir "$WORK/state" >"$WORK/runtime.log" 2>&1 &
+	for _ in $(seq 50); do [ -S "$WORK/cri.sock" ] && break; sleep 0.1; done
+	CRICTL="$WORK/bin/crictl --runtime-endpoint $SOCK --image-endpoint $SOCK"
+	$CRICTL version
+	$CRICTL info >/dev/null
+	$CRICTL pull busybox
+	$CRICTL images
+	status=0
+	"$WORK/bin/critest" --runtime-endpoint "$SOCK" --image-endpoint "$SOCK" \
+		--ginkgo.no-color --ginkgo.junit-report="$WORK/junit.xml" "$@" 2>&1 | tee "$WORK/critest.log" || status=$?
+	grep -E "^(Ran|FAIL|PASS|SUCCESS)|Passed.*Failed" "$WORK/critest.log" | tail -3 || true
+	echo "log: $WORK/critest.log  junit: $WORK/junit.xml  runtime log: $WORK/runtime.log"
+	exit $status
+' run-critest "$@"
