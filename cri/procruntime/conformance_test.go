@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/actorlet/actorlet/test/testutil"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -106,4 +109,45 @@ func TestShimIsNamedInPs(t *testing.T) {
 		b, _ := readCmdline(shim)
 		t.Errorf("no process named \"actorlet-shim %s\" (the shim's pid %d is %q)", id, shim, b)
 	}
+}
+
+func TestRunAsUser(t *testing.T) {
+	e := newEnv(t)
+	sb, sbc := e.runSandbox("user", nil)
+	bad := containerConfig("bad", nil, "id")
+	bad.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{RunAsGroup: &runtimeapi.Int64Value{Value: 5}}}
+	if _, err := e.c.PullImage(ctx(t), bad.Image, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.CreateContainer(ctx(t), sb, bad, sbc); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("run_as_group without run_as_user: %v, want InvalidArgument", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("switching user needs root")
+	}
+	// Another user can only run anything if it may enter "/" (not on every
+	// machine this runs on); root with other groups always can.
+	uid := int64(65534)
+	if fi, err := os.Stat("/"); err != nil || fi.Mode().Perm()&0o001 == 0 {
+		t.Logf("/ is %v: running as uid 0 with other groups", fi.Mode())
+		uid = 0
+	}
+	cfg := containerConfig("nobody", nil, "sh", "-c", "id -u; id -g; id -G; exec sleep 60")
+	cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+		RunAsUser:          &runtimeapi.Int64Value{Value: uid},
+		RunAsGroup:         &runtimeapi.Int64Value{Value: 1234},
+		SupplementalGroups: []int64{5678},
+	}}
+	id := e.run(sb, sbc, cfg)
+	out, _, err := e.c.ExecSync(ctx(t), id, []string{"sh", "-c", "id -u; id -g"}, 10*time.Second)
+	if want := fmt.Sprintf("%d\n1234\n", uid); err != nil || string(out) != want {
+		t.Errorf("exec as the container's user: %q, %v", out, err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		logs := e.readLog(sbc, cfg)
+		if !strings.Contains(logs, fmt.Sprintf("F %d\n", uid)) || !strings.Contains(logs, "F 1234\n") || !strings.Contains(logs, "5678") {
+			return fmt.Errorf("log %q", logs)
+		}
+		return nil
+	})
 }

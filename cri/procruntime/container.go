@@ -174,6 +174,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	if err != nil {
 		return nil, err
 	}
+	if _, err := containerCredential(config); err != nil {
+		return nil, err
+	}
 	c := &container{
 		rec: containerRecord{
 			ID:        newID(),
@@ -256,6 +259,11 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		return nil, status.Errorf(codes.Internal, "start container %q: %v", c.rec.ID, err)
 	}
 	spec.Cgroups = cgroups
+	if spec.Credential, err = containerCredential(c.config); err != nil {
+		c.starting = false
+		r.mu.Unlock()
+		return nil, err
+	}
 	if spec.LogPath == "" {
 		spec.LogPath = os.DevNull
 	}

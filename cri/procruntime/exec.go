@@ -50,7 +50,11 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		return nil, status.Errorf(codes.Unknown, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
 	}
 	// In the sandbox's namespaces, when it has them (isolation.go).
-	wpath, wargs, err := r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, req.Cmd, false)
+	cred, err := containerCredential(c.config)
+	if err != nil {
+		return nil, err
+	}
+	wpath, wargs, err := r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, req.Cmd, false, cred)
 	if err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
 	}
@@ -59,6 +63,9 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if wpath == path {
+		cmd.SysProcAttr.Credential = cred.sys()
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second // a background child holding the pipes must not hang us
 	stdout := &cappedBuffer{max: maxExecOutput}

@@ -316,7 +316,7 @@ func (r *Runtime) enterArgsLocked(sandboxID, dir string) ([]string, error) {
 // the terminal as its controlling terminal inside the namespaces (a shell
 // otherwise fails to hand the terminal back to nsenter's process group,
 // which it cannot see).
-func (r *Runtime) wrapCommand(id, sandboxID, dir, path string, args []string, tty bool) (string, []string, error) {
+func (r *Runtime) wrapCommand(id, sandboxID, dir, path string, args []string, tty bool, cred *credential) (string, []string, error) {
 	r.mu.Lock()
 	enter, err := r.enterArgsLocked(sandboxID, dir)
 	r.mu.Unlock()
@@ -332,7 +332,7 @@ func (r *Runtime) wrapCommand(id, sandboxID, dir, path string, args []string, tt
 		}
 	}
 	if enter == nil && dirs == nil {
-		return path, args, nil
+		return path, args, nil // the caller sets cred on the process itself
 	}
 	self := ""
 	if r.iso != nil {
@@ -347,7 +347,7 @@ func (r *Runtime) wrapCommand(id, sandboxID, dir, path string, args []string, tt
 	if tty && enter != nil {
 		ttyFlag = "1"
 	}
-	wrapped := append([]string{execWrapperArgv0, strings.Join(dirs, ":"), ttyFlag, path}, args...)
+	wrapped := append([]string{execWrapperArgv0, strings.Join(dirs, ":"), ttyFlag, cred.encode(), path}, args...)
 	if enter == nil {
 		return self, wrapped, nil
 	}
@@ -359,15 +359,16 @@ func (r *Runtime) wrapCommand(id, sandboxID, dir, path string, args []string, tt
 
 // execWrapperArgv0 makes this binary join cgroups, optionally take a
 // session and terminal, and exec a command:
-// argv = [execWrapperArgv0, "dir:dir:…", "0"|"1" (tty), path, argv0, args…].
+// argv = [execWrapperArgv0, "dir:dir:…", "0"|"1" (tty), "uid:gid:groups"
+// or "", path, argv0, args…].
 const execWrapperArgv0 = "actorlet-exec"
 
 // maybeExecWrapper runs the exec wrapper if this process is one.
 func maybeExecWrapper() {
 	args := os.Args
 	switch {
-	case len(args) >= 5 && args[0] == execWrapperArgv0:
-	case len(args) >= 6 && args[1] == execWrapperArgv0: // through nsenter
+	case len(args) >= 6 && args[0] == execWrapperArgv0:
+	case len(args) >= 7 && args[1] == execWrapperArgv0: // through nsenter
 		args = args[1:]
 	default:
 		return
@@ -383,8 +384,12 @@ func maybeExecWrapper() {
 			_ = unix.IoctlSetInt(0, unix.TIOCSCTTY, 1)
 		}
 	}
-	err := syscall.Exec(args[3], args[4:], os.Environ())
-	fmt.Fprintf(os.Stderr, "exec %s: %v\n", args[3], err)
+	if err := becomeCredential(args[3]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(126)
+	}
+	err := syscall.Exec(args[4], args[5:], os.Environ())
+	fmt.Fprintf(os.Stderr, "exec %s: %v\n", args[4], err)
 	os.Exit(127)
 }
 

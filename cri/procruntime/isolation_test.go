@@ -94,6 +94,17 @@ func TestIsolation(t *testing.T) {
 		}
 	})
 
+	t.Run("exec as the container's user", func(t *testing.T) {
+		cfg := containerConfig("grp", nil, "sleep", "63")
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			RunAsUser: &runtimeapi.Int64Value{Value: 0}, RunAsGroup: &runtimeapi.Int64Value{Value: 4321},
+		}}
+		id := e.run(sbA, cfgA, cfg)
+		if got := e.execOut(id, "id", "-g"); got != "4321" {
+			t.Errorf("exec gid %q, want 4321", got)
+		}
+	})
+
 	t.Run("stop, exit codes and cleanup", func(t *testing.T) {
 		if err := e.c.StopContainer(ctx(t), idB, 5); err != nil {
 			t.Fatal(err)

@@ -52,6 +52,8 @@ type shimSpec struct {
 	AttachSocket string `json:"attachSocket,omitempty"`
 	// Cgroups the container starts in (isolation.go).
 	Cgroups []string `json:"cgroups,omitempty"`
+	// Credential is the user it runs as (credential.go); nil: the shim's.
+	Credential *credential `json:"credential,omitempty"`
 }
 
 // startedRecord is started.json, written by the shim once the process runs.
@@ -252,7 +254,7 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *container
 	cmd.Args[0] = spec.Args[0]
 	cmd.Env = spec.Env
 	cmd.Dir = spec.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential.sys()}
 
 	cio, err := newContainerIO(spec, cmd)
 	if err != nil {

@@ -237,9 +237,17 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 		return utilexec.CodeExitError{Err: err, Code: 127}
 	}
 	dir := workingDir(c.config)
-	wpath, wargs, err := s.r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, cmdline, tty)
+	cred, err := containerCredential(c.config)
 	if err != nil {
 		return err
+	}
+	wpath, wargs, err := s.r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, cmdline, tty, cred)
+	if err != nil {
+		return err
+	}
+	var direct *syscall.Credential
+	if wpath == path {
+		direct = cred.sys()
 	}
 	cmd := exec.Command(wpath)
 	cmd.Args = wargs
@@ -250,7 +258,7 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 	var stdinW *os.File
 	var copies sync.WaitGroup
 	if tty {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Credential: direct}
 		ptmx, err = pty.Start(cmd)
 		if err != nil {
 			return fmt.Errorf("exec %q in container %q: %w", cmdline, c.rec.ID, err)
@@ -268,7 +276,7 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 		copies.Add(1)
 		go func() { defer copies.Done(); _, _ = io.Copy(orDiscard(out), ptmx) }()
 	} else {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: direct}
 		if in != nil {
 			inR, inW, err := os.Pipe()
 			if err != nil {
