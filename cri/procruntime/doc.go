@@ -4,8 +4,8 @@
 // the agent's default runtime on machines without containerd.
 //
 // How a container runs: StartContainer re-executes the runtime's own binary
-// (/proc/self/exe, selected by an environment variable) as a detached
-// per-container shim (its own session). The shim starts the container's
+// (/proc/self/exe, selected by an environment variable; "actorlet-shim
+// <id>" in ps) as a detached per-container shim (its own session). The shim starts the container's
 // command in its own process group, copies its stdout and stderr into the
 // CRI log file (<RFC3339Nano> stdout|stderr F|P <line>), waits for it and
 // records the exit code, finish time and reason atomically in the
@@ -29,6 +29,9 @@
 //	containers/<id>/started.json written by the shim once the process runs
 //	containers/<id>/exit.json    exit code, reason, finish time
 //	containers/<id>/shim.log     the shim's own diagnostics
+//	containers/<id>/resources.json  resources set by UpdateContainerResources
+//	sandboxes/<id>/holder.log    the namespace holder's diagnostics (isolation)
+//	attach/<id prefix>.sock      the shim's attach socket (attach.go)
 //	images/<hex>.json            "pulled" image records
 //
 // Container lifecycle, as containerd reports it:
@@ -48,16 +51,20 @@
 // (killed, or the machine rebooted) leaves the container EXITED with code
 // 255 and reason Unknown.
 //
-// Limits, stated plainly: there is NO isolation. Containers run as the
-// agent's user, in the host's PID, network, mount and IPC namespaces, with
-// no resource enforcement (limits are accepted and ignored), no mounts (the
-// host filesystem is visible as-is) and no network namespace: every sandbox
-// reports Options.HostIP. Images are not downloaded: PullImage only keeps a
-// record (ID "sha256:"+sha256(name)) and the image name is a label; the
-// container's command must exist on the host. ImageStatus of an unknown
+// Isolation is optional (Options.Isolation, isolation.go): as root,
+// per-sandbox UTS, IPC, mount and PID namespaces and a cgroup per container
+// with its memory and CPU limits. Without it, containers run in the host's
+// namespaces with no resource enforcement (limits are accepted and only
+// recorded). Either way there are no mounts (the host filesystem is visible
+// as-is) and no network namespace: every sandbox reports Options.HostIP.
+// Containers run as the security context's user (credential.go), else as
+// the runtime's. Images are not downloaded: PullImage only keeps a record
+// under the normalised reference (image.go) and the image name is a label;
+// the container's command must exist on the host. ImageStatus of an unknown
 // image answers an empty response, as CRI specifies. The environment is
 // the config's, plus PATH, HOME and HOSTNAME when the config does not set
-// them; the working directory defaults to "/". Streaming verbs (Exec,
-// Attach, PortForward), stats, checkpointing and log reopening answer
-// Unimplemented.
+// them; the working directory defaults to "/". Exec, Attach and
+// PortForward go through the CRI streaming server (streaming.go); stats
+// come from cgroups or /proc (stats.go); what is not supported is listed
+// in UnsupportedRPCs (unsupported.go).
 package procruntime
