@@ -168,6 +168,24 @@ const sandboxEnvVar = "ACTORLET_PROCRUNTIME_SANDBOX"
 
 const sandboxArgv0 = "actorlet-sandbox"
 
+// resolvEnvVar names the resolv.conf the holder mounts over the host's.
+const resolvEnvVar = "ACTORLET_PROCRUNTIME_RESOLV"
+
+// resolvConf renders the pod's DNS config.
+func resolvConf(dns *runtimeapi.DNSConfig) []byte {
+	var b strings.Builder
+	for _, s := range dns.GetServers() {
+		fmt.Fprintf(&b, "nameserver %s\n", s)
+	}
+	if len(dns.GetSearches()) > 0 {
+		fmt.Fprintf(&b, "search %s\n", strings.Join(dns.GetSearches(), " "))
+	}
+	if len(dns.GetOptions()) > 0 {
+		fmt.Fprintf(&b, "options %s\n", strings.Join(dns.GetOptions(), " "))
+	}
+	return []byte(b.String())
+}
+
 // holderTimeout bounds the holder's setup.
 const holderTimeout = 10 * time.Second
 
@@ -195,6 +213,13 @@ func (r *Runtime) startHolder(s *sandbox) error {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{sandboxArgv0, s.rec.ID}
 	cmd.Env = append(os.Environ(), sandboxEnvVar+"="+s.config.GetHostname())
+	if dns := s.config.GetDnsConfig(); dns != nil {
+		path := filepath.Join(dir, "resolv.conf")
+		if err := os.WriteFile(path, resolvConf(dns), 0o644); err != nil {
+			return fmt.Errorf("write resolv.conf: %w", err)
+		}
+		cmd.Env = append(cmd.Env, resolvEnvVar+"="+path)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags}
@@ -256,6 +281,11 @@ func runHolder(hostname string) {
 	// Nothing mounted here may propagate to the host.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		fail(fmt.Errorf("make mounts private: %w", err))
+	}
+	if resolv := os.Getenv(resolvEnvVar); resolv != "" {
+		if err := unix.Mount(resolv, "/etc/resolv.conf", "", unix.MS_BIND, ""); err != nil {
+			fail(fmt.Errorf("mount the pod's resolv.conf: %w", err))
+		}
 	}
 	if os.Getpid() == 1 {
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {

@@ -38,7 +38,13 @@ func (e *env) execOut(id string, cmd ...string) string {
 func TestIsolation(t *testing.T) {
 	e := newIsolatedEnv(t)
 	hostName, _ := os.Hostname()
-	sbA, cfgA := e.runSandbox("pod-a", nil)
+	pa := e.sandboxConfig("pod-a", nil)
+	pa.DnsConfig = &runtimeapi.DNSConfig{Servers: []string{"10.10.10.10"}, Searches: []string{"pod.example"}}
+	sbA, err := e.c.RunPodSandbox(ctx(t), pa, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgA := pa
 	sbB, cfgB := e.runSandbox("pod-b", nil)
 	a := containerConfig("a", nil, "sleep", "61")
 	a.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 256 << 20, CpuShares: 512}}
@@ -55,6 +61,15 @@ func TestIsolation(t *testing.T) {
 		}
 		if now, _ := os.Hostname(); now != hostName {
 			t.Errorf("the host was renamed to %q", now)
+		}
+	})
+
+	t.Run("pod DNS config", func(t *testing.T) {
+		if got := e.execOut(idA, "cat", "/etc/resolv.conf"); got != "nameserver 10.10.10.10\nsearch pod.example" {
+			t.Errorf("resolv.conf in pod-a = %q", got)
+		}
+		if got := e.execOut(idB, "cat", "/etc/resolv.conf"); strings.Contains(got, "10.10.10.10") {
+			t.Errorf("pod-b sees pod-a's resolv.conf: %q", got)
 		}
 	})
 

@@ -252,7 +252,7 @@ func (r *Runtime) Destroy() {
 	for _, id := range ids {
 		r.removeCgroups(id)
 	}
-	for _, d := range []string{sandboxesDir, containersDir, imagesDir} {
+	for _, d := range []string{sandboxesDir, containersDir, imagesDir, "attach"} {
 		if err := os.RemoveAll(filepath.Join(r.opts.RootDir, d)); err != nil {
 			klog.ErrorS(err, "Failed to remove process runtime state", "dir", d)
 		}

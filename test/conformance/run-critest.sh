@@ -34,6 +34,21 @@ echo "cri-tools $(git -C "$CRI_TOOLS" rev-parse HEAD)"
 	go test -mod=vendor -c -o "$WORK/bin/critest" ./cmd/critest)
 (cd "$REPO" && go build -o "$WORK/bin/actorlet" ./cmd/actorlet)
 
+# critest's containers run commands of its busybox image (top, sh -c,
+# ipcs, ...); the process runtime runs host commands, so busybox's applets
+# play the image: they come first in the runtime's PATH, which containers
+# inherit. nsenter and unshare stay util-linux's (the runtime enters pod
+# namespaces with nsenter).
+if command -v busybox >/dev/null; then
+	rm -rf "$WORK/busybox"
+	mkdir -p "$WORK/busybox"
+	busybox --install -s "$WORK/busybox"
+	rm -f "$WORK/busybox/nsenter" "$WORK/busybox/unshare"
+	export PATH="$WORK/busybox:$PATH"
+else
+	echo "run-critest: no busybox on this host: specs relying on busybox's top and friends will fail" >&2
+fi
+
 # Inside the namespaces: a loopback, a private /proc, the runtime, then
 # crictl (a smoke test) and critest.
 export WORK
