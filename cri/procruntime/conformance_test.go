@@ -151,3 +151,12 @@ func TestRunAsUser(t *testing.T) {
 		return nil
 	})
 }
+
+func TestSysctlsNeedIsolation(t *testing.T) {
+	e := newEnv(t) // no isolation: a sysctl would change the host
+	c := e.sandboxConfig("sysctl", nil)
+	c.Linux.Sysctls = map[string]string{"kernel.shm_rmid_forced": "1"}
+	if _, err := e.c.RunPodSandbox(ctx(t), c, ""); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "isolation") {
+		t.Errorf("RunPodSandbox with a sysctl and no isolation: %v, want InvalidArgument", err)
+	}
+}

@@ -171,6 +171,41 @@ const sandboxArgv0 = "actorlet-sandbox"
 // resolvEnvVar names the resolv.conf the holder mounts over the host's.
 const resolvEnvVar = "ACTORLET_PROCRUNTIME_RESOLV"
 
+// sysctlEnvVar carries the pod's sysctls to the holder (JSON).
+const sysctlEnvVar = "ACTORLET_PROCRUNTIME_SYSCTLS"
+
+// maxSysctls bounds a pod's sysctls.
+const maxSysctls = 64
+
+// checkSysctls accepts only sysctls of the namespaces a sandbox owns
+// (IPC: kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*; UTS:
+// kernel.hostname, kernel.domainname): anything else would change the host
+// (there is no network namespace, so no net.*).
+func checkSysctls(sysctls map[string]string, namespaces bool, opts *runtimeapi.NamespaceOption) error {
+	if len(sysctls) == 0 {
+		return nil
+	}
+	if len(sysctls) > maxSysctls {
+		return fmt.Errorf("config.linux.sysctls: %d entries, limit is %d", len(sysctls), maxSysctls)
+	}
+	if !namespaces {
+		return errors.New("config.linux.sysctls: need the runtime's namespace isolation (root); they would change the host")
+	}
+	for k, v := range sysctls {
+		ipc := strings.HasPrefix(k, "kernel.shm") || strings.HasPrefix(k, "kernel.msg") || k == "kernel.sem" || strings.HasPrefix(k, "fs.mqueue.")
+		uts := k == "kernel.hostname" || k == "kernel.domainname"
+		switch {
+		case ipc && opts.GetIpc() == runtimeapi.NamespaceMode_NODE:
+			return fmt.Errorf("config.linux.sysctls %q: the pod shares the host's IPC namespace", k)
+		case !ipc && !uts:
+			return fmt.Errorf("config.linux.sysctls %q: not in a namespace the process runtime gives a pod (IPC, UTS)", k)
+		case strings.Contains(k, "/") || strings.Contains(k, "..") || len(v) > 4096:
+			return fmt.Errorf("config.linux.sysctls %q: malformed", k)
+		}
+	}
+	return nil
+}
+
 // resolvConf renders the pod's DNS config.
 func resolvConf(dns *runtimeapi.DNSConfig) []byte {
 	var b strings.Builder
@@ -213,6 +248,13 @@ func (r *Runtime) startHolder(s *sandbox) error {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{sandboxArgv0, s.rec.ID}
 	cmd.Env = append(os.Environ(), sandboxEnvVar+"="+s.config.GetHostname())
+	if sc := s.config.GetLinux().GetSysctls(); len(sc) > 0 {
+		b, err := json.Marshal(sc)
+		if err != nil {
+			return err
+		}
+		cmd.Env = append(cmd.Env, sysctlEnvVar+"="+string(b))
+	}
 	if dns := s.config.GetDnsConfig(); dns != nil {
 		path := filepath.Join(dir, "resolv.conf")
 		if err := os.WriteFile(path, resolvConf(dns), 0o644); err != nil {
@@ -295,6 +337,18 @@ func runHolder(hostname string) {
 	if hostname != "" {
 		if err := unix.Sethostname([]byte(hostname)); err != nil {
 			fail(fmt.Errorf("set hostname %q: %w", hostname, err))
+		}
+	}
+	if raw := os.Getenv(sysctlEnvVar); raw != "" {
+		var sysctls map[string]string
+		if err := json.Unmarshal([]byte(raw), &sysctls); err != nil {
+			fail(fmt.Errorf("sysctls: %w", err))
+		}
+		for k, v := range sysctls {
+			p := "/proc/sys/" + strings.ReplaceAll(k, ".", "/")
+			if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
+				fail(fmt.Errorf("sysctl %s=%s: %w", k, v, err))
+			}
 		}
 	}
 	_ = json.NewEncoder(report).Encode(map[string]string{})
@@ -626,6 +680,17 @@ func (r *Runtime) cgroupUsage(id string) (procUsage, bool) {
 	}
 	u.processes, _ = readUint("pids", "pids.current")
 	return u, true
+}
+
+// oomKilled reports whether the kernel's OOM killer killed a process in
+// the container's memory cgroup (among dirs).
+func oomKilled(dirs []string) bool {
+	for _, d := range dirs {
+		if n := memoryStat(filepath.Join(d, "memory.oom_control"), "oom_kill"); n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func memoryStat(path, key string) uint64 {

@@ -40,6 +40,7 @@ func TestIsolation(t *testing.T) {
 	hostName, _ := os.Hostname()
 	pa := e.sandboxConfig("pod-a", nil)
 	pa.DnsConfig = &runtimeapi.DNSConfig{Servers: []string{"10.10.10.10"}, Searches: []string{"pod.example"}}
+	pa.Linux.Sysctls = map[string]string{"kernel.shm_rmid_forced": "1", "fs.mqueue.msg_max": "100"}
 	sbA, err := e.c.RunPodSandbox(ctx(t), pa, "")
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +62,31 @@ func TestIsolation(t *testing.T) {
 		}
 		if now, _ := os.Hostname(); now != hostName {
 			t.Errorf("the host was renamed to %q", now)
+		}
+	})
+
+	t.Run("pod sysctls in its own namespaces only", func(t *testing.T) {
+		if got := e.execOut(idA, "cat", "/proc/sys/fs/mqueue/msg_max"); got != "100" {
+			t.Errorf("fs.mqueue.msg_max in pod-a = %q", got)
+		}
+		if got := e.execOut(idB, "cat", "/proc/sys/fs/mqueue/msg_max"); got == "100" {
+			t.Error("pod-b sees pod-a's fs.mqueue.msg_max")
+		}
+		for _, bad := range []map[string]string{{"net.ipv4.ip_forward": "1"}, {"kernel.shm_rmid_forced/../x": "1"}} {
+			c := e.sandboxConfig("bad-sysctl", nil)
+			c.Linux.Sysctls = bad
+			if _, err := e.c.RunPodSandbox(ctx(t), c, ""); err == nil || !strings.Contains(err.Error(), "config.linux.sysctls") {
+				t.Errorf("RunPodSandbox with sysctls %v: %v, want refused", bad, err)
+			}
+		}
+	})
+
+	t.Run("OOM killed", func(t *testing.T) {
+		cfg := containerConfig("oom", nil, "tail", "/dev/zero")
+		cfg.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 32 << 20}}
+		id := e.run(sbA, cfgA, cfg)
+		if st := e.waitExited(id); st.ExitCode != 137 || st.Reason != "OOMKilled" {
+			t.Errorf("exit %d %q, want 137 OOMKilled", st.ExitCode, st.Reason)
 		}
 	})
 

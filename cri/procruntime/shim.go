@@ -83,6 +83,7 @@ const (
 	reasonError      = "Error"
 	reasonStartError = "StartError"
 	reasonUnknown    = "Unknown"
+	reasonOOMKilled  = "OOMKilled"
 	// exitCodeStartError is containerd's exit code for a failed start.
 	exitCodeStartError = 128
 	// exitCodeUnknown is containerd's exit code for an exit nobody saw.
@@ -183,6 +184,9 @@ func runShim(dir string) error {
 
 	rec := exitRecord{FinishedAt: finished.UnixNano()}
 	rec.ExitCode, rec.Reason = exitStatus(cmd.ProcessState, waitErr)
+	if rec.ExitCode == 128+int32(syscall.SIGKILL) && oomKilled(spec.Cgroups) {
+		rec.Reason = reasonOOMKilled
+	}
 	if rec.Reason == reasonUnknown {
 		rec.Message = fmt.Sprintf("wait for process: %v", waitErr)
 	}
