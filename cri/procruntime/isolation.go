@@ -30,7 +30,8 @@ import (
 //     host nor see processes outside its pod; it still sees the host's
 //     filesystem (the mount namespace starts as a copy) and network. A pod
 //     asking for the host's PID or IPC namespace (hostPID, hostIPC) keeps
-//     it. Stopping the sandbox kills the holder, and with it every process
+//     it; a PID namespace per container (NamespaceMode CONTAINER, the
+//     kubelet's default) is the pod's, shared by its containers. Stopping the sandbox kills the holder, and with it every process
 //     left in the PID namespace.
 //   - Cgroups: each container gets a cgroup (cgroup v1: memory, cpu,
 //     cpuacct and pids under <mount>/<controller>/actorlet/<id>) that its
