@@ -257,6 +257,7 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 	var ptmx *os.File
 	var stdinW *os.File
 	var copies sync.WaitGroup
+	var inputDone chan struct{} // tty: the client's input ended
 	if tty {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Credential: direct}
 		ptmx, err = pty.Start(cmd)
@@ -271,7 +272,8 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 			}
 		}()
 		if in != nil {
-			go func() { _, _ = io.Copy(ptmx, in) }()
+			inputDone = make(chan struct{})
+			go func() { _, _ = io.Copy(ptmx, in); close(inputDone) }()
 		}
 		copies.Add(1)
 		go func() { defer copies.Done(); _, _ = io.Copy(orDiscard(out), ptmx) }()
@@ -300,12 +302,18 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 			}()
 		}
 	}
-	// The client leaving ends the command.
+	// The client leaving ends the command. The streaming server's context
+	// is not canceled when a hijacked connection drops; on a terminal, the
+	// end of the client's input (its stream closed) hangs the terminal up,
+	// as closing a terminal window does, so a shell does not outlive its
+	// session.
 	waited := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		case <-inputDone:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGHUP)
 		case <-waited:
 		}
 	}()
