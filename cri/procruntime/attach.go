@@ -422,6 +422,25 @@ func (g *guardedPty) setSize(cols, rows uint16) {
 	}
 }
 
+// signalSession sends sig to the terminal's foreground process group and
+// its session leader's group (from the master side: TIOCGPGRP/TIOCGSID
+// answer for the slave, in this process' PID namespace), which reaches a
+// command that took a session of its own inside a pod's namespaces.
+func (g *guardedPty) signalSession(sig syscall.Signal) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	fd := int(g.f.Fd())
+	if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pgrp > 0 {
+		_ = syscall.Kill(-pgrp, sig)
+	}
+	if sid, err := unix.IoctlGetInt(fd, unix.TIOCGSID); err == nil && sid > 0 {
+		_ = syscall.Kill(-sid, sig)
+	}
+}
+
 func (g *guardedPty) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -1,15 +1,19 @@
 package procruntime_test
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/remotecommand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // newIsolatedEnv is newEnv with every isolation this machine allows (as
@@ -132,6 +136,38 @@ func TestIsolation(t *testing.T) {
 		stats, err := rs.ContainerStats(ctx(t), &runtimeapi.ContainerStatsRequest{ContainerId: idA})
 		if err != nil || stats.Stats.Memory.WorkingSetBytes.GetValue() == 0 || stats.Stats.Cpu.UsageCoreNanoSeconds.GetValue() == 0 {
 			t.Errorf("ContainerStats = %v, %v", stats, err)
+		}
+	})
+
+	t.Run("tty exec ends with its client's input", func(t *testing.T) {
+		resp, err := e.rawRuntime().Exec(ctx(t), &runtimeapi.ExecRequest{ContainerId: idA, Cmd: []string{"sh"}, Tty: true, Stdin: true, Stdout: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inR, inW := io.Pipe()
+		out := &syncBuffer{}
+		done := make(chan error, 1)
+		go func() { done <- stream(t, resp.Url, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true}) }()
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if _, err := io.WriteString(inW, "echo in-$((1+1))\n"); err != nil {
+				return err
+			}
+			if !strings.Contains(out.String(), "in-2") {
+				return fmt.Errorf("terminal %q", out.String())
+			}
+			return nil
+		})
+		inW.Close() // the client goes away without exiting the shell
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the session outlived its client's input by 20s")
+		}
+		ps := e.execOut(idA, "sh", "-c", "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done")
+		for _, line := range strings.Split(ps, "\n") {
+			if strings.TrimSpace(line) == "sh" {
+				t.Errorf("the shell outlived its session; the pod's processes:\n%s", ps)
+			}
 		}
 	})
 

@@ -258,13 +258,14 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 	var stdinW *os.File
 	var copies sync.WaitGroup
 	var inputDone chan struct{} // tty: the client's input ended
+	var g *guardedPty           // tty: the terminal's master side
 	if tty {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Credential: direct}
 		ptmx, err = pty.Start(cmd)
 		if err != nil {
 			return fmt.Errorf("exec %q in container %q: %w", cmdline, c.rec.ID, err)
 		}
-		g := &guardedPty{f: ptmx}
+		g = &guardedPty{f: ptmx}
 		defer g.close()
 		go func() {
 			for size := range resize {
@@ -314,6 +315,7 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		case <-inputDone:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGHUP)
+			g.signalSession(syscall.SIGHUP)
 		case <-waited:
 		}
 	}()
@@ -322,8 +324,18 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 	if tty {
 		// The output copy ends when the terminal's last writer closed (EIO);
 		// a background child still holding it is killed with the group.
+		// Inside a pod's namespaces the command has a session of its own
+		// (isolation.go) that the group kill misses: after a grace for the
+		// output, that session is killed through the terminal.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		copies.Wait()
+		drained := make(chan struct{})
+		go func() { copies.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(drainTimeout):
+			g.signalSession(syscall.SIGKILL)
+			<-drained
+		}
 	}
 	if stdinW != nil {
 		stdinW.Close()
