@@ -417,15 +417,19 @@ func (s *streamRuntime) Attach(ctx context.Context, id string, in io.Reader, out
 			}
 			return fmt.Errorf("attach to container %q: %w", c.rec.ID, err)
 		}
-		switch typ {
-		case frameStdout:
-			_, _ = orDiscard(out).Write(p)
-		case frameStderr:
-			if tty {
-				_, _ = orDiscard(out).Write(p)
-			} else {
-				_, _ = orDiscard(errw).Write(p)
-			}
+		var w io.Writer
+		switch {
+		case typ == frameStdout, typ == frameStderr && tty:
+			w = orDiscard(out)
+		case typ == frameStderr:
+			w = orDiscard(errw)
+		default:
+			continue
+		}
+		// The streaming server does not cancel ctx when the client's
+		// connection drops: a failed write is how a gone client shows.
+		if _, err := w.Write(p); err != nil {
+			return nil
 		}
 	}
 }
