@@ -152,6 +152,25 @@ func TestRunAsUser(t *testing.T) {
 	})
 }
 
+func TestHostileSandboxConfig(t *testing.T) {
+	e := newEnv(t)
+	for name, mutate := range map[string]func(*runtimeapi.PodSandboxConfig){
+		"dns_config": func(c *runtimeapi.PodSandboxConfig) {
+			c.DnsConfig = &runtimeapi.DNSConfig{Servers: []string{"1.1.1.1\nnameserver 6.6.6.6"}}
+		},
+		"dns_config ": func(c *runtimeapi.PodSandboxConfig) {
+			c.DnsConfig = &runtimeapi.DNSConfig{Searches: make([]string, 1000)}
+		},
+		"hostname": func(c *runtimeapi.PodSandboxConfig) { c.Hostname = strings.Repeat("h", 100) },
+	} {
+		c := e.sandboxConfig("hostile", nil)
+		mutate(c)
+		if _, err := e.c.RunPodSandbox(ctx(t), c, ""); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), strings.TrimSpace(name)) {
+			t.Errorf("%s: %v, want InvalidArgument naming it", name, err)
+		}
+	}
+}
+
 func TestSysctlsNeedIsolation(t *testing.T) {
 	e := newEnv(t) // no isolation: a sysctl would change the host
 	c := e.sandboxConfig("sysctl", nil)

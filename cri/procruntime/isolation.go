@@ -207,6 +207,28 @@ func checkSysctls(sysctls map[string]string, namespaces bool, opts *runtimeapi.N
 	return nil
 }
 
+// maxDNSEntries and maxDNSEntry bound a pod's DNS config.
+const (
+	maxDNSEntries = 32
+	maxDNSEntry   = 256
+)
+
+// checkDNS refuses a DNS config that is too large or would inject lines
+// into resolv.conf.
+func checkDNS(dns *runtimeapi.DNSConfig) error {
+	for field, vals := range map[string][]string{"servers": dns.GetServers(), "searches": dns.GetSearches(), "options": dns.GetOptions()} {
+		if len(vals) > maxDNSEntries {
+			return fmt.Errorf("config.dns_config.%s: %d entries, limit is %d", field, len(vals), maxDNSEntries)
+		}
+		for _, v := range vals {
+			if len(v) == 0 || len(v) > maxDNSEntry || strings.ContainsAny(v, " \t\r\n") {
+				return fmt.Errorf("config.dns_config.%s %.40q: empty, longer than %d bytes or with whitespace", field, v, maxDNSEntry)
+			}
+		}
+	}
+	return nil
+}
+
 // resolvConf renders the pod's DNS config.
 func resolvConf(dns *runtimeapi.DNSConfig) []byte {
 	var b strings.Builder

@@ -98,6 +98,12 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	case !knownHandler(req.GetRuntimeHandler()):
 		return nil, status.Errorf(codes.InvalidArgument, "runtime_handler %q: unknown (the process runtime has only the default handler \"\")", req.GetRuntimeHandler())
 	}
+	if err := checkDNS(config.GetDnsConfig()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if len(config.GetHostname()) > 64 {
+		return nil, status.Errorf(codes.InvalidArgument, "config.hostname: %d bytes, limit is 64", len(config.GetHostname()))
+	}
 	if err := checkSysctls(config.GetLinux().GetSysctls(), r.iso.mode.Namespaces, config.GetLinux().GetSecurityContext().GetNamespaceOptions()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
