@@ -664,6 +664,9 @@ func (r *Runtime) applyResources(id string, res *runtimeapi.LinuxContainerResour
 	return nil
 }
 
+// cgroupRemoveTimeout bounds the wait for a cgroup to empty.
+const cgroupRemoveTimeout = 2 * time.Second
+
 // removeCgroups removes container id's cgroups (its processes are gone).
 func (r *Runtime) removeCgroups(id string) {
 	if r.iso == nil || !r.iso.mode.Cgroups {
@@ -671,8 +674,16 @@ func (r *Runtime) removeCgroups(id string) {
 	}
 	for _, ctrl := range cgroupControllers {
 		d := filepath.Join(r.iso.cgroups[ctrl], cgroupParent, id)
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
-			klog.V(2).InfoS("Failed to remove container cgroup", "dir", d, "err", err)
+		// A killed container's last processes may still be leaving (a
+		// zombie waiting for the pod's init counts): EBUSY for a moment.
+		var err error
+		for deadline := time.Now().Add(cgroupRemoveTimeout); ; time.Sleep(10 * time.Millisecond) {
+			if err = os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			klog.InfoS("Failed to remove container cgroup", "dir", d, "err", err)
 		}
 	}
 }

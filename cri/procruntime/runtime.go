@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -251,6 +252,10 @@ func (r *Runtime) Destroy() {
 	}
 	for _, id := range ids {
 		r.removeCgroups(id)
+	}
+	// Attach sockets of a long RootDir live under the temp directory.
+	if dir := filepath.Dir(attachSocketPath(r.opts.RootDir, "x")); !strings.HasPrefix(dir, r.opts.RootDir) {
+		_ = os.RemoveAll(dir)
 	}
 	for _, d := range []string{sandboxesDir, containersDir, imagesDir, "attach"} {
 		if err := os.RemoveAll(filepath.Join(r.opts.RootDir, d)); err != nil {
