@@ -83,6 +83,10 @@ func TestRuntimeKilledWhileStartingRunsEachContainerOnce(t *testing.T) {
 		if err != nil {
 			return false
 		}
+		// Containers need their image pulled first (CRI, as containerd).
+		if _, err := c.PullImage(bg, cfg(0).Image, nil, nil); err != nil {
+			return false
+		}
 		var sbID string
 		if len(sbs) == 0 {
 			if sbID, err = c.RunPodSandbox(bg, sbCfg, ""); err != nil {
