@@ -299,6 +299,9 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	c.rec.Starting = false
 	c.rec.StartedAt = report.StartedAt
 	c.rec.Shim = procIDOf(cmd)
+	if report.Shim.PID != 0 {
+		c.rec.Shim = report.Shim // inside a pod's namespaces: the shim, not nsenter
+	}
 	c.rec.Process = report.Process
 	c.done = make(chan struct{})
 	go r.waitShim(c, cmd) // reaps the shim and records the exit either way
@@ -385,8 +388,14 @@ func (r *Runtime) spawnShim(rec containerRecord, spec shimSpec) (*exec.Cmd, shim
 	if res.err == nil && res.rep.Error != "" {
 		res.err = errors.New(res.rep.Error)
 	}
-	if res.err == nil {
+	if res.err == nil && r.iso.mode.Namespaces {
 		res.rep.Process, res.err = r.hostProcess(rec.ID, res.rep.Process)
+		var st startedRecord
+		if res.err == nil && readJSON(filepath.Join(dir, startedFile), &st) == nil {
+			if shim, err := r.hostProcess(rec.ID, st.Shim); err == nil && shim.PID != 0 {
+				res.rep.Shim = shim
+			}
+		}
 	}
 	if res.err != nil {
 		if res.rep.Process.PID != 0 {

@@ -538,13 +538,51 @@ func reexecAsShim() {
 func (r *Runtime) hostProcess(id string, p procID) (procID, error) {
 	r.mu.Lock()
 	var holder procID
-	if c, ok := r.containers[id]; ok && r.iso != nil && r.iso.mode.Namespaces {
-		if s, ok := r.sandboxes[c.rec.SandboxID]; ok {
-			holder = s.rec.Holder
-		}
+	if c, ok := r.containers[id]; ok {
+		holder = r.holderLocked(c.rec.SandboxID)
 	}
 	r.mu.Unlock()
 	if holder.PID == 0 {
+		return p, nil
+	}
+	hp, err := hostPIDOf(holder, p)
+	if err == nil && hp.PID == 0 {
+		// Not there: it already exited (and its shim records the exit).
+		klog.V(2).InfoS("Container process already gone when mapping its PID to the host", "containerID", id, "nsPID", p.PID)
+	}
+	return hp, err
+}
+
+// holderLocked is the namespace holder of a sandbox (zero without).
+func (r *Runtime) holderLocked(sandboxID string) procID {
+	if r.iso == nil || !r.iso.mode.Namespaces {
+		return procID{}
+	}
+	if s, ok := r.sandboxes[sandboxID]; ok {
+		return s.rec.Holder
+	}
+	return procID{}
+}
+
+// startedToHost maps the PIDs a shim recorded in started.json (its view,
+// inside its sandbox's PID namespace) to the host's.
+func (r *Runtime) startedToHost(sandboxID string, st *startedRecord) {
+	r.mu.Lock()
+	holder := r.holderLocked(sandboxID)
+	r.mu.Unlock()
+	if holder.PID == 0 || st == nil {
+		return
+	}
+	st.Process, _ = hostPIDOf(holder, st.Process)
+	st.Shim, _ = hostPIDOf(holder, st.Shim)
+}
+
+// hostPIDOf finds the host PID of p, identified inside holder's PID
+// namespace; p itself when that namespace is the runtime's, zero when the
+// process is gone (never the namespace's number: on the host it is
+// another process).
+func hostPIDOf(holder, p procID) (procID, error) {
+	if holder.PID == 0 || p.PID == 0 {
 		return p, nil
 	}
 	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", holder.PID))
@@ -573,9 +611,6 @@ func (r *Runtime) hostProcess(id string, p procID) (procID, error) {
 			return procID{PID: pid, Start: start}, nil
 		}
 	}
-	// Not there: it already exited (and its shim records the exit). Never
-	// hand back the namespace's PID: on the host it is another process.
-	klog.V(2).InfoS("Container process already gone when mapping its PID to the host", "containerID", id, "nsPID", p.PID)
 	return procID{}, nil
 }
 

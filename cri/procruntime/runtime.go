@@ -215,22 +215,24 @@ func (r *Runtime) Destroy() {
 	r.mu.Lock()
 	r.destroyed = true
 	var procs, holders []procID
-	var dirs, ids []string
+	var dirs, ids, sandboxIDs []string
 	for _, c := range r.containers {
 		procs = append(procs, c.rec.Process, c.rec.Shim)
 		dirs = append(dirs, r.containerDir(c.rec.ID))
 		ids = append(ids, c.rec.ID)
+		sandboxIDs = append(sandboxIDs, c.rec.SandboxID)
 	}
 	for _, s := range r.sandboxes {
 		holders = append(holders, s.rec.Holder)
 	}
 	r.mu.Unlock()
 	r.Stop()
-	for _, d := range dirs {
+	for i, d := range dirs {
 		// Starts not yet recorded in r.containers (in progress, or left
 		// by a previous runtime) are known by their shim's record.
 		var st startedRecord
 		if readJSON(filepath.Join(d, startedFile), &st) == nil {
+			r.startedToHost(sandboxIDs[i], &st)
 			procs = append(procs, st.Process, st.Shim)
 		} else if alive, _ := shimAlive(d); alive {
 			killShimsOf(d) // forked, its process not yet recorded

@@ -65,6 +65,9 @@ type startedRecord struct {
 
 // shimReport is the shim's answer on fd 3.
 type shimReport struct {
+	// Shim is set by the runtime (not sent): the shim's host identity when
+	// it runs in a pod's PID namespace (isolation.go).
+	Shim      procID `json:"-"`
 	Process   procID `json:"process"`
 	StartedAt int64  `json:"startedAt"`
 	Error     string `json:"error,omitempty"`

@@ -134,6 +134,9 @@ func (r *Runtime) resolveStart(c *container) {
 		if stErr != nil && !errors.Is(stErr, os.ErrNotExist) {
 			klog.ErrorS(stErr, "Failed to read a starting container's process record", "containerID", c.rec.ID)
 		}
+		if stErr == nil {
+			r.startedToHost(c.rec.SandboxID, &st) // the shim's view inside a pod's PID namespace
+		}
 		switch {
 		case err != nil:
 		case alive && stErr == nil:
