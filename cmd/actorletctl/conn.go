@@ -41,13 +41,47 @@ func (g *globalFlags) register(fs *flag.FlagSet) {
 	}
 	fs.StringVar(&g.server, "server", g.server, "NATS server URL(s), comma separated (env ACTORLET_NATS_URL)")
 	fs.StringVar(&g.user, "user", g.user, "NATS user")
-	fs.StringVar(&g.password, "password", g.password, "NATS password")
-	fs.StringVar(&g.token, "token", g.token, "NATS token")
-	fs.StringVar(&g.creds, "creds", g.creds, "NATS credentials file (.creds)")
+	fs.StringVar(&g.password, "password", g.password, "NATS password (visible in ps: prefer env ACTORLET_NATS_PASSWORD)")
+	fs.StringVar(&g.token, "token", g.token, "NATS token (visible in ps: prefer env ACTORLET_NATS_TOKEN)")
+	fs.StringVar(&g.creds, "creds", g.creds, "NATS credentials file (.creds); default env ACTORLET_CREDS, else .actorlet/auth/admin.creds or /var/lib/actorlet/auth/admin.creds when present")
 	fs.StringVar(&g.tlsCA, "tls-ca", g.tlsCA, "CA certificate to verify the NATS server")
 	fs.StringVar(&g.tlsCert, "tls-cert", g.tlsCert, "client certificate for mutual TLS")
 	fs.StringVar(&g.tlsKey, "tls-key", g.tlsKey, "client key for mutual TLS")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "timeout of each request to the bus or a node")
+}
+
+// clientAuth is g's authentication, with secrets from the environment
+// when not given as flags and, without any credential flag, the operator
+// credentials found on disk (findCreds).
+func (g *globalFlags) clientAuth() (wire.ClientAuth, error) {
+	auth := wire.ClientAuth{User: g.user, Password: g.password, Token: g.token, CredsFile: g.creds,
+		TLSCA: g.tlsCA, TLSCert: g.tlsCert, TLSKey: g.tlsKey}
+	if auth.User != "" && auth.Password == "" {
+		auth.Password = os.Getenv("ACTORLET_NATS_PASSWORD")
+	}
+	if auth.User == "" && auth.Token == "" && auth.CredsFile == "" {
+		auth.Token = os.Getenv("ACTORLET_NATS_TOKEN")
+	}
+	if auth.User == "" && auth.Token == "" && auth.CredsFile == "" {
+		creds, err := findCreds(os.Getenv)
+		if err != nil {
+			return auth, err
+		}
+		auth.CredsFile = creds
+	}
+	if err := auth.Validate(); err != nil {
+		return auth, fmt.Errorf("bus flags (--user, --password, --token, --tls-cert, --tls-key): %w", err)
+	}
+	return auth, nil
+}
+
+// natsOptions builds the connection options of g.
+func (g *globalFlags) natsOptions() ([]nats.Option, error) {
+	auth, err := g.clientAuth()
+	if err != nil {
+		return nil, err
+	}
+	return append([]nats.Option{nats.Name("actorletctl"), nats.Timeout(g.timeout), nats.NoReconnect()}, auth.NATSOptions()...), nil
 }
 
 // conn is the bus as the CLI uses it.
@@ -63,15 +97,13 @@ func (c *cli) connect(ctx context.Context) (*conn, error) {
 		return c.conn, nil
 	}
 	g := &c.g
-	auth := wire.ClientAuth{User: g.user, Password: g.password, Token: g.token, CredsFile: g.creds,
-		TLSCA: g.tlsCA, TLSCert: g.tlsCert, TLSKey: g.tlsKey}
-	if err := auth.Validate(); err != nil {
-		return nil, fmt.Errorf("bus flags (--user, --password, --token, --tls-cert, --tls-key): %w", err)
-	}
 	if g.timeout <= 0 {
 		return nil, errors.New("--timeout must be positive")
 	}
-	opts := append([]nats.Option{nats.Name("actorletctl"), nats.Timeout(g.timeout), nats.NoReconnect()}, auth.NATSOptions()...)
+	opts, err := g.natsOptions()
+	if err != nil {
+		return nil, err
+	}
 	nc, err := nats.Connect(g.server, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", wire.RedactURLs(g.server), err)

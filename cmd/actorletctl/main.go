@@ -60,6 +60,10 @@ func init() {
 		"restart":  {"Restart a pod's containers (or one)", "POD [-c C] [-n NS] [--node N]", (*cli).restart},
 		"evict":    {"Evict a pod", "POD [-n NS] [--grace-period S] [--reason R] [--node N]", (*cli).evict},
 		"events":   {"List events", "[-n NS] [--node N] [-w]", (*cli).events},
+		"auth": {"Create the bus authority (operator, account and system keys) for an external NATS server",
+			"init [--auth-dir DIR]", (*cli).auth},
+		"node": {"Provision a node's credentials and consumers, or revoke them live",
+			"add NAME [--auth-dir DIR] [--out FILE]\n       actorletctl node revoke NAME [--auth-dir DIR] [--sys-creds FILE]", (*cli).node},
 	}
 }
 

@@ -56,6 +56,11 @@ func (c *Client) Call(ctx context.Context, node, verb string, timeout time.Durat
 	case err != nil:
 		return fmt.Errorf("%s on node %q: %w", verb, node, err)
 	}
+	return decodeReply(msg, node, verb, resp)
+}
+
+// decodeReply reads a reply: a micro error, or JSON into resp.
+func decodeReply(msg *nats.Msg, node, verb string, resp any) error {
 	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
 		return &Error{Code: parseCode(code), Description: msg.Header.Get(micro.ErrorHeader)}
 	}
@@ -122,60 +127,70 @@ func (c *Client) Evict(ctx context.Context, node, namespace, name string, graceP
 	return resp.Message, err
 }
 
-// Logs writes a container's log to w. The log is streamed through a private
-// inbox; with req.Follow it continues until the instance ends or ctx is
-// canceled (the node then notices the client went away). It returns why a
-// follow ended.
+// Logs writes a container's log to w. The request's reply subject is a
+// private inbox (also sent as req.Inbox; the node refuses any other): log
+// chunks arrive there as requests the client acknowledges, and the final
+// reply last. With req.Follow it continues until the instance ends or ctx
+// is canceled (the node then notices the client went away). It returns why
+// a follow ended.
 func (c *Client) Logs(ctx context.Context, node string, req LogsRequest, w io.Writer) (string, error) {
+	if node == "" {
+		return "", fmt.Errorf("%s: node name required", VerbLogs)
+	}
 	req.Inbox = c.NC.NewInbox() // not a resp-mux inbox: once unsubscribed, the node sees no responders
-	chunks := make(chan *nats.Msg, 64)
-	sub, err := c.NC.ChanSubscribe(req.Inbox, chunks)
+	msgs := make(chan *nats.Msg, 64)
+	sub, err := c.NC.ChanSubscribe(req.Inbox, msgs)
 	if err != nil {
 		return "", fmt.Errorf("subscribe to log inbox: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type result struct {
-		resp LogsResponse
-		err  error
+	data, err := json.Marshal(req)
+	if err != nil {
+		return "", fmt.Errorf("encode %s request: %w", VerbLogs, err)
 	}
-	done := make(chan result, 1)
-	timeout := c.timeout()
-	if req.Follow {
-		timeout = 0 // only ctx ends a follow
+	if err := c.NC.PublishMsg(&nats.Msg{Subject: CommandSubject(node, VerbLogs), Reply: req.Inbox, Data: data}); err != nil {
+		return "", fmt.Errorf("%s on node %q: %w", VerbLogs, node, err)
 	}
-	go func() {
-		var r result
-		r.err = c.Call(ctx, node, VerbLogs, timeout, req, &r.resp)
-		done <- r
-	}()
+	var deadline <-chan time.Time
+	if !req.Follow { // only ctx ends a follow
+		timer := time.NewTimer(c.timeout())
+		defer timer.Stop()
+		deadline = timer.C
+	}
 	var writeErr error
 	for {
 		select {
-		case m := <-chunks:
+		case m := <-msgs:
+			if m.Header.Get("Status") == "503" {
+				return "", fmt.Errorf("node %q is not reachable (no responders): is it running?", node)
+			}
+			if m.Reply == "" { // the final reply: chunks are acknowledged one by one, none is still in flight
+				var resp LogsResponse
+				err := decodeReply(m, node, VerbLogs, &resp)
+				if writeErr != nil {
+					return "", writeErr
+				}
+				return resp.Ended, err
+			}
+			if writeErr != nil {
+				continue // stop acknowledging: the node sees the client gone
+			}
 			var ch LogChunk
 			if err := json.Unmarshal(m.Data, &ch); err != nil {
 				return "", fmt.Errorf("decode log chunk: %w", err)
 			}
 			if _, err := w.Write(ch.Data); err != nil {
-				// Stop acknowledging: the node sees the client gone.
 				writeErr = fmt.Errorf("write log: %w", err)
-				cancel()
 				continue
 			}
 			_ = m.Respond(nil)
-		case r := <-done:
-			// Chunks are acknowledged one by one, so none can still be
-			// in flight once the final reply arrived.
-			if writeErr != nil {
-				return "", writeErr
-			}
-			if r.err != nil && ctx.Err() != nil && req.Follow {
+		case <-deadline:
+			return "", &Error{Code: CodeTimeout, Description: fmt.Sprintf("node %q did not answer %s within %s", node, VerbLogs, c.timeout())}
+		case <-ctx.Done():
+			if req.Follow {
 				return EndedCanceled, nil
 			}
-			return r.resp.Ended, r.err
+			return "", ctx.Err()
 		}
 	}
 }

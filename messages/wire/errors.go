@@ -10,9 +10,12 @@ import (
 // Error codes carried in micro error responses.
 const (
 	CodeBadRequest = 400
-	CodeNotFound   = 404
-	CodeInternal   = 500
-	CodeTimeout    = 504
+	// CodeForbidden: the node's own policy refuses the verb (exec or logs
+	// turned off at the node), whatever the bus allowed.
+	CodeForbidden = 403
+	CodeNotFound  = 404
+	CodeInternal  = 500
+	CodeTimeout   = 504
 )
 
 // ErrNotFound marks an unknown pod or container. Node implementations wrap

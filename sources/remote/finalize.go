@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/sources/validation"
 )
 
@@ -24,6 +25,13 @@ func (s *Source) Finalize(ctx context.Context, pod *v1.Pod) error {
 	key := pod.Annotations[DesiredKeyAnnotation]
 	if key == "" {
 		return fmt.Errorf("finalize pod %s/%s: no %s annotation, not a remote pod", pod.Namespace, pod.Name, DesiredKeyAnnotation)
+	}
+	if k, err := wire.ParseDesiredKey(key); err == nil && k.Fleet {
+		// A fleet key is shared: one node finishing first must not cut the
+		// other nodes' grace period short, and nodes may not write fleet
+		// keys (docs/security.md). Operators remove it.
+		klog.V(2).InfoS("Not deleting a fleet key: operators remove it once nodes report the pod terminated", "key", key, "pod", klog.KObj(pod))
+		return nil
 	}
 	for attempt := 1; ; attempt++ {
 		e, err := s.kv.Get(ctx, key)

@@ -83,8 +83,10 @@ type env struct {
 	ctx  context.Context
 }
 
+// newEnv runs a server secured as docs/security.md says: the test writes
+// as an operator (conn), every source runs with its node's credentials.
 func newEnv(t *testing.T) *env {
-	srv := bustest.StartServer(t, bustest.ServerOptions{})
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
 	return &env{srv: srv, conn: bustest.ConnectWithProtocol(t, srv), ctx: testContext(t)}
 }
 
@@ -97,13 +99,14 @@ func testContext(t *testing.T) context.Context {
 func (e *env) start(t *testing.T, node string, labels map[string]string) (*Source, *collector) {
 	t.Helper()
 	c := &collector{invalid: map[string]error{}}
-	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: e.conn.JS, NodeName: node})
+	nodeConn := bustest.ConnectNode(t, e.srv, node) // the source and its statuses run with node credentials
+	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: nodeConn.JS, NodeName: node})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(statuses.Stop)
 	s, err := Start(e.ctx, Config{
-		Conn: e.conn, NodeName: node, NodeLabels: labels,
+		Conn: nodeConn, NodeName: node, NodeLabels: labels,
 		Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid,
 	})
 	if err != nil {

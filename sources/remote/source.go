@@ -12,8 +12,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
 // Re-watch back-off after a failed or lost watch.
@@ -57,6 +59,9 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 	kv, err := cfg.Conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", wire.DesiredBucket, err)
+	}
+	if err := busauth.EnsureNodeConsumers(ctx, cfg.Conn.JS, cfg.NodeName); err != nil {
+		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	s := &Source{
@@ -124,18 +129,14 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	filters := []string{wire.DesiredNodeWatch(s.cfg.NodeName), wire.DesiredFleetWatch}
-	w, err := s.kv.WatchFiltered(wctx, filters)
+	// The node's own durable consumer (filters node.<node>.> and fleet.>),
+	// reset to the start: nodes may not create consumers (docs/security.md).
+	consumer := wire.NodeDesiredConsumer(s.cfg.NodeName)
+	w, err := bus.WatchConsumer(wctx, s.cfg.Conn.JS, wire.DesiredBucket, consumer)
 	if err != nil {
-		return false, fmt.Errorf("watch %s %v: %w", wire.DesiredBucket, filters, err)
+		return false, fmt.Errorf("watch %s through consumer %s: %w", wire.DesiredBucket, consumer, err)
 	}
-	defer func() {
-		_ = w.Stop()
-		go func() { // unblock the watcher's delivery callback until it closes
-			for range w.Updates() {
-			}
-		}()
-	}()
+	defer w.Stop()
 
 	initial := map[string]jetstream.KeyValueEntry{}
 	timeout := s.cfg.Clock.After(initialTimeout)

@@ -22,7 +22,11 @@ import (
 func (a *agent) ctl(args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ctlBin, append([]string{"--server", a.natsURL()}, args...)...)
+	global := []string{"--server", a.natsURL()}
+	if a.opts.natsURL == "" { // the embedded server: the operator credentials the node wrote
+		global = append(global, "--creds", filepath.Join(a.rootDir, "auth", "admin.creds"))
+	}
+	cmd := exec.CommandContext(ctx, ctlBin, append(global, args...)...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()

@@ -192,24 +192,15 @@ func (a *Agent) startRuntime(ctx context.Context) error {
 
 func (a *Agent) startBus(ctx context.Context) error {
 	n := a.cfg.NATS
-	conn, err := bus.Connect(ctx, bus.Options{
+	opts := bus.Options{
 		URL: n.URL, User: n.User, Password: n.Password, Token: n.Token, CredsFile: n.CredsFile,
 		TLSCA: n.TLSCA, TLSCert: n.TLSCert, TLSKey: n.TLSKey,
 		EmbeddedHost: n.Host, EmbeddedPort: n.Port,
+		EmbeddedTLSCert: n.EmbeddedTLSCert, EmbeddedTLSKey: n.EmbeddedTLSKey,
 		StoreDir: filepath.Join(a.cfg.RootDir, "nats"),
 		Name:     "actorlet-" + a.cfg.NodeName,
-	})
-	if err != nil {
-		return fmt.Errorf("connect to NATS: %w", err)
 	}
-	a.conn = conn
-	a.onShutdown(conn.Close)
-	ensureCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := conn.EnsureProtocol(ensureCtx); err != nil {
-		return fmt.Errorf("create the bus buckets and streams: %w", err)
-	}
-	return nil
+	return a.connectBus(ctx, opts)
 }
 
 // startActors spawns the actor tree:
@@ -353,7 +344,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 		Root: a.system.Root, Supervisor: a.actors.Supervisor, Status: a.actors.Status, Prober: a.actors.Prober,
 		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
 	}
-	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{NodeName: cfg.NodeName, Version: Version})
+	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{NodeName: cfg.NodeName, Version: Version, DenyExec: !cfg.AllowExec, DenyLogs: !cfg.AllowLogs})
 	if err != nil {
 		return fmt.Errorf("start the command service: %w", err)
 	}

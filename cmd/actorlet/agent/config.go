@@ -40,6 +40,13 @@ type Config struct {
 	HealthzBindAddress string `json:"healthzBindAddress"`
 	HealthzPort        int    `json:"healthzPort"`
 
+	// Commands this node serves (checked at the node, whatever the bus
+	// permissions): AllowExec for exec, AllowLogs for logs.
+	// EnableDebuggingHandlers=false turns both off, as the kubelet's flag.
+	AllowExec               bool `json:"allowExec"`
+	AllowLogs               bool `json:"allowLogs"`
+	EnableDebuggingHandlers bool `json:"enableDebuggingHandlers"`
+
 	NATS NATSConfig `json:"nats"`
 
 	// Runtime, when set, is used instead of ContainerRuntimeEndpoint or the
@@ -67,6 +74,15 @@ type NATSConfig struct {
 	// Host and Port of the embedded server's client listener.
 	Host string `json:"host"`
 	Port int    `json:"port"`
+	// PasswordFile and TokenFile hold the password or token (never only
+	// argv: flags show in ps). ACTORLET_NATS_PASSWORD and
+	// ACTORLET_NATS_TOKEN work too.
+	PasswordFile string `json:"passwordFile"`
+	TokenFile    string `json:"tokenFile"`
+	// EmbeddedTLSCert and EmbeddedTLSKey: the embedded server's TLS
+	// certificate (--nats-tls-cert/--nats-tls-key without --nats-url).
+	EmbeddedTLSCert string `json:"-"`
+	EmbeddedTLSKey  string `json:"-"`
 }
 
 func DefaultConfig() Config {
@@ -82,6 +98,9 @@ func DefaultConfig() Config {
 		NodeStatusUpdateFrequency: 10 * time.Second,
 		HealthzBindAddress:        "127.0.0.1",
 		HealthzPort:               10248,
+		AllowExec:                 true,
+		AllowLogs:                 true,
+		EnableDebuggingHandlers:   true,
 		NATS:                      NATSConfig{Host: "127.0.0.1", Port: 4222},
 	}
 }
@@ -113,14 +132,15 @@ func ParseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.HealthzPort, "healthz-port", cfg.HealthzPort, "port of the /healthz and /metrics server (0 disables it)")
 	fs.StringVar(&cfg.NATS.URL, "nats-url", cfg.NATS.URL, "NATS server(s) to join, comma-separated; empty runs an embedded server")
 	fs.StringVar(&cfg.NATS.User, "nats-user", cfg.NATS.User, "NATS user")
-	fs.StringVar(&cfg.NATS.Password, "nats-password", cfg.NATS.Password, "NATS password")
-	fs.StringVar(&cfg.NATS.Token, "nats-token", cfg.NATS.Token, "NATS token")
+	fs.StringVar(&cfg.NATS.Password, "nats-password", cfg.NATS.Password, "NATS password (visible in ps: prefer --nats-password-file or ACTORLET_NATS_PASSWORD)")
+	fs.StringVar(&cfg.NATS.Token, "nats-token", cfg.NATS.Token, "NATS token (visible in ps: prefer --nats-token-file or ACTORLET_NATS_TOKEN)")
 	fs.StringVar(&cfg.NATS.CredsFile, "nats-creds", cfg.NATS.CredsFile, "NATS .creds file (user JWT and NKey seed)")
 	fs.StringVar(&cfg.NATS.TLSCA, "nats-tls-ca", cfg.NATS.TLSCA, "CA bundle to verify the NATS server")
-	fs.StringVar(&cfg.NATS.TLSCert, "nats-tls-cert", cfg.NATS.TLSCert, "client certificate for NATS mutual TLS")
-	fs.StringVar(&cfg.NATS.TLSKey, "nats-tls-key", cfg.NATS.TLSKey, "client key for NATS mutual TLS")
+	fs.StringVar(&cfg.NATS.TLSCert, "nats-tls-cert", cfg.NATS.TLSCert, "with --nats-url: client certificate for NATS mutual TLS; without: the embedded server's TLS certificate")
+	fs.StringVar(&cfg.NATS.TLSKey, "nats-tls-key", cfg.NATS.TLSKey, "with --nats-url: client key for NATS mutual TLS; without: the embedded server's TLS key")
 	fs.StringVar(&cfg.NATS.Host, "nats-host", cfg.NATS.Host, "address the embedded NATS server listens on")
 	fs.IntVar(&cfg.NATS.Port, "nats-port", cfg.NATS.Port, "client port of the embedded NATS server (-1: random)")
+	registerSecurityFlags(fs, &cfg)
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity (klog)")
@@ -154,6 +174,9 @@ func ParseFlags(args []string) (Config, error) {
 			return cfg, fmt.Errorf("--node-labels: %w", err)
 		}
 		cfg.NodeLabels = l
+	}
+	if err := cfg.resolveSecrets(os.Getenv); err != nil {
+		return cfg, err
 	}
 	return cfg, cfg.complete()
 }

@@ -54,6 +54,7 @@ nats:
 					SyncFrequency: 30 * time.Second, NodeStatusUpdateFrequency: 2 * time.Second, HealthzPort: 0,
 					HealthzBindAddress: "0.0.0.0", PodLogsDir: filepath.Join(root, "pod-logs"),
 					RelistPeriod: time.Second, RuntimeRequestTimeout: 2 * time.Minute,
+					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
 				if !reflect.DeepEqual(c, want) {
 					t.Errorf("config =\n%+v\nwant\n%+v", c, want)

@@ -28,6 +28,7 @@ type Conn struct {
 
 	srv    *server.Server // nil when connected to an external URL
 	url    string
+	opts   Options // with defaults; Redial reuses them
 	closed chan struct{}
 
 	mu        sync.Mutex
@@ -42,13 +43,13 @@ func Connect(ctx context.Context, opts Options) (_ *Conn, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{url: o.URL, closed: make(chan struct{}), listeners: map[int]func(){}}
+	c := &Conn{url: o.URL, opts: o, closed: make(chan struct{}), listeners: map[int]func(){}}
 	if o.URL == "" {
 		c.srv, err = startEmbedded(o)
 		if err != nil {
 			return nil, err
 		}
-		c.url = c.srv.ClientURL()
+		c.url = localClientURL(c.srv.ClientURL())
 		defer func() {
 			if err != nil {
 				c.srv.Shutdown()
@@ -58,6 +59,22 @@ func Connect(ctx context.Context, opts Options) (_ *Conn, err error) {
 		klog.InfoS("Started embedded NATS server", "url", c.url, "storeDir", o.StoreDir)
 	}
 
+	nc, err := c.dial(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	c.NC = nc
+	c.JS, err = jetstream.New(c.NC)
+	if err != nil {
+		c.NC.Close()
+		return nil, fmt.Errorf("open JetStream context: %w", err)
+	}
+	klog.InfoS("Connected to NATS", "url", c.NC.ConnectedUrlRedacted(), "embedded", c.srv != nil)
+	return c, nil
+}
+
+// dial connects to c.url with o's credentials, bounded by ctx.
+func (c *Conn) dial(ctx context.Context, o Options) (*nats.Conn, error) {
 	nopts := c.natsOptions(o)
 	type result struct {
 		nc  *nats.Conn
@@ -82,17 +99,11 @@ func Connect(ctx context.Context, opts Options) (_ *Conn, err error) {
 	if res.err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", wire.RedactURLs(c.url), res.err)
 	}
-	c.NC = res.nc
-	c.JS, err = jetstream.New(c.NC)
-	if err != nil {
-		c.NC.Close()
-		return nil, fmt.Errorf("open JetStream context: %w", err)
-	}
-	klog.InfoS("Connected to NATS", "url", c.NC.ConnectedUrlRedacted(), "embedded", c.srv != nil)
-	return c, nil
+	return res.nc, nil
 }
 
 func (c *Conn) natsOptions(o Options) []nats.Option {
+	closed := c.closed
 	nopts := []nats.Option{
 		nats.Name(o.Name),
 		nats.MaxReconnects(-1),
@@ -108,7 +119,7 @@ func (c *Conn) natsOptions(o Options) []nats.Option {
 			klog.InfoS("Reconnected to NATS", "url", nc.ConnectedUrlRedacted())
 			c.notifyReconnect()
 		}),
-		nats.ClosedHandler(func(*nats.Conn) { close(c.closed) }),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
 			if sub != nil {
@@ -118,6 +129,12 @@ func (c *Conn) natsOptions(o Options) []nats.Option {
 		}),
 	}
 	nopts = append(nopts, o.auth().NATSOptions()...)
+	if o.InboxPrefix != "" {
+		nopts = append(nopts, nats.CustomInboxPrefix(o.InboxPrefix))
+	}
+	if o.TLSCA == "" && c.srv != nil && o.EmbeddedTLSCert != "" {
+		nopts = append(nopts, nats.RootCAs(o.EmbeddedTLSCert)) // our own server's certificate
+	}
 	return nopts
 }
 

@@ -122,7 +122,9 @@ func TestOptionsValidation(t *testing.T) {
 		{"token and user", bus.Options{URL: "nats://x", User: "u", Token: "t"}, "mutually exclusive"},
 		{"password without user", bus.Options{URL: "nats://x", Password: "p"}, "password given without user"},
 		{"cert without key", bus.Options{URL: "nats://x", TLSCert: "c"}, "tlsCert and tlsKey"},
-		{"tls on embedded", bus.Options{StoreDir: "/x", TLSCA: "ca"}, "apply to an external server"},
+		{"client cert on embedded", bus.Options{StoreDir: "/x", User: "u", TLSCert: "c", TLSKey: "k"}, "applies to an external server"},
+		{"embedded without auth", bus.Options{StoreDir: "/x"}, "requires authentication"},
+		{"embedded cert without key", bus.Options{StoreDir: "/x", User: "u", EmbeddedTLSCert: "c"}, "embeddedTLSCert and embeddedTLSKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

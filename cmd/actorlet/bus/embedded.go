@@ -15,15 +15,15 @@ const embeddedReadyTimeout = 30 * time.Second
 // client port on the given host only, no cluster, no HTTP monitoring.
 func startEmbedded(o Options) (*server.Server, error) {
 	sopts := &server.Options{
-		ServerName:    o.Name,
-		Host:          o.EmbeddedHost,
-		Port:          o.EmbeddedPort,
-		JetStream:     true,
-		StoreDir:      o.StoreDir,
-		NoSigs:        true,
-		Username:      o.User,
-		Password:      o.Password,
-		Authorization: o.Token,
+		ServerName: o.Name,
+		Host:       o.EmbeddedHost,
+		Port:       o.EmbeddedPort,
+		JetStream:  true,
+		StoreDir:   o.StoreDir,
+		NoSigs:     true,
+	}
+	if err := applyEmbeddedAuth(sopts, o); err != nil {
+		return nil, err
 	}
 	s, err := server.NewServer(sopts)
 	if err != nil {

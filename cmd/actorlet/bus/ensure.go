@@ -66,7 +66,7 @@ func (c *Conn) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) e
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
 		if _, err := c.JS.CreateKeyValue(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
-			return fmt.Errorf("create bucket %q: %w", cfg.Bucket, err)
+			return fmt.Errorf("create bucket %q (with node credentials, an operator creates it: actorletctl node add): %w", cfg.Bucket, err)
 		}
 		klog.InfoS("Created bus bucket", "bucket", cfg.Bucket, "history", cfg.History)
 		return nil
@@ -79,7 +79,9 @@ func (c *Conn) ensureBucket(ctx context.Context, cfg jetstream.KeyValueConfig) e
 	}
 	have := status.Config()
 	cfg.Replicas = max(have.Replicas, 1)
-	if have.History == cfg.History && have.Storage == cfg.Storage && have.Description == cfg.Description {
+	// The description is informative: a bucket made by hand without one
+	// satisfies the agent, which then needs no right to update it.
+	if have.History == cfg.History && have.Storage == cfg.Storage {
 		return nil
 	}
 	if _, err := c.JS.UpdateKeyValue(ctx, cfg); err != nil {
@@ -94,7 +96,7 @@ func (c *Conn) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) err
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		if _, err := c.JS.CreateStream(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return fmt.Errorf("create stream %q: %w", cfg.Name, err)
+			return fmt.Errorf("create stream %q (with node credentials, an operator creates it: actorletctl node add): %w", cfg.Name, err)
 		}
 		klog.InfoS("Created bus stream", "stream", cfg.Name, "subjects", cfg.Subjects)
 		return nil
@@ -104,7 +106,7 @@ func (c *Conn) ensureStream(ctx context.Context, cfg jetstream.StreamConfig) err
 	have := stream.CachedInfo().Config
 	cfg.Replicas = max(have.Replicas, 1)
 	if reflect.DeepEqual(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention && have.Discard == cfg.Discard &&
-		have.MaxAge == cfg.MaxAge && have.Storage == cfg.Storage && have.Description == cfg.Description {
+		have.MaxAge == cfg.MaxAge && have.Storage == cfg.Storage {
 		return nil
 	}
 	if _, err := c.JS.UpdateStream(ctx, cfg); err != nil {

@@ -36,8 +36,20 @@ type Options struct {
 	Token          string
 	CredsFile      string
 	// TLSCA verifies the server; TLSCert/TLSKey are the client certificate
-	// for mutual TLS. Only used with URL.
+	// for mutual TLS (TLSCert/TLSKey only with URL).
 	TLSCA, TLSCert, TLSKey string
+	// InboxPrefix replaces _INBOX for this connection's reply subjects (a
+	// node uses its own, the only inboxes it may subscribe to).
+	InboxPrefix string
+
+	// EmbeddedAuth makes the embedded server trust an operator's JWTs; the
+	// client then authenticates with CredsFile. Without it the embedded
+	// server requires User/Password or Token; it never runs without auth.
+	EmbeddedAuth *EmbeddedAuth
+	// EmbeddedTLSCert and EmbeddedTLSKey serve TLS on the embedded server's
+	// client port (required in spirit whenever EmbeddedHost is not
+	// loopback: a loud warning is logged otherwise).
+	EmbeddedTLSCert, EmbeddedTLSKey string
 
 	// EmbeddedHost is the address the embedded server's client port binds
 	// (default 127.0.0.1: the bus is not exposed unless asked).
@@ -77,8 +89,17 @@ func (o Options) withDefaults() (Options, error) {
 	if o.StoreDir == "" {
 		return o, errors.New("bus options: storeDir is required for the embedded server")
 	}
-	if o.CredsFile != "" || o.TLSCA != "" || o.TLSCert != "" {
-		return o, errors.New("bus options: credsFile and TLS apply to an external server (set url)")
+	if o.TLSCert != "" {
+		return o, errors.New("bus options: tlsCert applies to an external server (set url); the embedded server's certificate is embeddedTLSCert")
+	}
+	if (o.EmbeddedTLSCert == "") != (o.EmbeddedTLSKey == "") {
+		return o, errors.New("bus options: embeddedTLSCert and embeddedTLSKey must be given together")
+	}
+	if o.EmbeddedAuth == nil && o.User == "" && o.Token == "" {
+		return o, ErrEmbeddedNoAuth
+	}
+	if o.EmbeddedAuth != nil && o.CredsFile == "" {
+		return o, errors.New("bus options: embeddedAuth needs a credsFile to connect with")
 	}
 	return o, nil
 }

@@ -33,8 +33,9 @@ import (
 // second or two: generous, because two cores are shared by everything.
 const waitFor = 45 * time.Second
 
-// fleet is the shared bus every scenario runs on: one nats-server and a
-// client connection with the protocol's buckets.
+// fleet is the shared bus every scenario runs on: one nats-server secured
+// as docs/security.md says (operator JWTs), an operator's connection with
+// the protocol's buckets, and agents that run with node credentials only.
 type fleet struct {
 	srv  *bustest.Server
 	conn *bus.Conn
@@ -42,7 +43,7 @@ type fleet struct {
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
-	srv := bustest.StartServer(t, bustest.ServerOptions{})
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
 	return &fleet{srv: srv, conn: bustest.ConnectWithProtocol(t, srv)}
 }
 
@@ -73,6 +74,7 @@ func (f *fleet) startNode(t *testing.T, name string, labels map[string]string, m
 	cfg.NodeLabels = labels
 	cfg.RootDir = filepath.Join(root, "agent")
 	cfg.RelistPeriod = 500 * time.Millisecond
+	cfg.NATS.CredsFile = f.srv.NodeCreds(t, name) // the agent runs with node credentials only
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -150,7 +152,7 @@ func (f *fleet) ctl(t *testing.T, args ...string) ctlResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ctlBinary, append([]string{"--server", f.url(), "--timeout", "10s"}, args...)...)
+	cmd := exec.CommandContext(ctx, ctlBinary, append([]string{"--server", f.url(), "--creds", f.srv.AdminCreds(), "--timeout", "10s"}, args...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()

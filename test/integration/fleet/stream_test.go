@@ -42,7 +42,7 @@ func (f *fleet) ctlStream(t *testing.T, args ...string) *stream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
 	s := &stream{cancel: cancel, done: make(chan struct{})}
-	s.cmd = exec.CommandContext(ctx, ctlBinary, append([]string{"--server", f.url(), "--timeout", "10s"}, args...)...)
+	s.cmd = exec.CommandContext(ctx, ctlBinary, append([]string{"--server", f.url(), "--creds", f.srv.AdminCreds(), "--timeout", "10s"}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.errOut
 	if err := s.cmd.Start(); err != nil {
 		cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
 // ServerOptions are the knobs tests need.
@@ -21,6 +22,11 @@ type ServerOptions struct {
 	Port int
 	// User and Password, when set, are required of clients.
 	User, Password string
+	// Secure runs the server as docs/security.md configures one: trusting
+	// a new busauth authority (operator JWT, memory resolver), from a
+	// configuration file. Connect then uses admin credentials; NodeCreds
+	// provisions a node.
+	Secure bool
 }
 
 // Server is a running test server. Restart stops it and starts a new one on
@@ -28,7 +34,10 @@ type ServerOptions struct {
 type Server struct {
 	*server.Server
 	Opts ServerOptions
-	t    testing.TB
+	// Auth and ConfigFile are set for a Secure server.
+	Auth       *busauth.Authority
+	ConfigFile string
+	t          testing.TB
 }
 
 // StartServer starts a nats-server with JetStream and registers its
@@ -39,6 +48,9 @@ func StartServer(t testing.TB, o ServerOptions) *Server {
 		o.StoreDir = t.TempDir()
 	}
 	s := &Server{Opts: o, t: t}
+	if o.Secure {
+		s.initSecure()
+	}
 	s.start()
 	s.Opts.Port = s.Addr().(*net.TCPAddr).Port
 	t.Cleanup(s.stop)
@@ -51,7 +63,7 @@ func (s *Server) start() {
 	if port == 0 {
 		port = -1
 	}
-	srv, err := server.NewServer(&server.Options{
+	sopts := &server.Options{
 		Host:      "127.0.0.1",
 		Port:      port,
 		JetStream: true,
@@ -60,7 +72,11 @@ func (s *Server) start() {
 		NoSigs:    true,
 		Username:  s.Opts.User,
 		Password:  s.Opts.Password,
-	})
+	}
+	if s.Opts.Secure {
+		sopts = s.secureOptions(port)
+	}
+	srv, err := server.NewServer(sopts)
 	if err != nil {
 		s.t.Fatalf("create nats-server: %v", err)
 	}
@@ -91,7 +107,11 @@ func Connect(t testing.TB, s *Server) *bus.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := bus.Connect(ctx, bus.Options{URL: s.ClientURL(), User: s.Opts.User, Password: s.Opts.Password, Name: t.Name()})
+	o := bus.Options{URL: s.ClientURL(), User: s.Opts.User, Password: s.Opts.Password, Name: t.Name()}
+	if s.Opts.Secure {
+		o.CredsFile = s.AdminCreds()
+	}
+	c, err := bus.Connect(ctx, o)
 	if err != nil {
 		t.Fatalf("connect to test nats-server: %v", err)
 	}

@@ -30,6 +30,10 @@ func (s *Service) logs(ctx context.Context, req micro.Request) (any, error) {
 		return nil, wire.BadRequest("tailLines", "must not be negative")
 	case r.Follow && r.Inbox == "":
 		return nil, wire.BadRequest("inbox", "required to follow")
+	case r.Inbox != "" && r.Inbox != req.Reply():
+		// Chunks go only where the requester listens for the answer: a
+		// caller cannot aim the node's output at another subject.
+		return nil, wire.BadRequest("inbox", "must be the request's own reply subject")
 	case r.Follow && r.Previous:
 		return nil, wire.BadRequest("follow", "a previous instance cannot be followed")
 	}

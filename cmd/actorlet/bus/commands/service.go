@@ -42,6 +42,11 @@ type ServiceOptions struct {
 	// even when the container is silent.
 	FollowKeepAlive time.Duration
 
+	// DenyExec and DenyLogs refuse those verbs at the node with 403, even
+	// to an operator the bus lets through (actorlet --allow-exec=false,
+	// --allow-logs=false, --enable-debugging-handlers=false).
+	DenyExec, DenyLogs bool
+
 	// followEnded, when set (tests), learns why each log follow ended.
 	followEnded func(reason string)
 }
@@ -132,6 +137,16 @@ func (s *Service) serve(verb string, h func(context.Context, micro.Request) (any
 			return
 		}
 		reply := req.Reply()
+		if err := checkReply(reply); err != nil {
+			klog.InfoS("Dropped a command that is not a request from an inbox", "verb", verb, "node", s.opts.NodeName, "reply", reply)
+			return
+		}
+		if denied := s.denied(verb); denied != nil {
+			if err := s.respond(reply, nil, denied); err != nil {
+				klog.ErrorS(err, "Failed to send command reply", "verb", verb, "node", s.opts.NodeName)
+			}
+			return
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -144,6 +159,17 @@ func (s *Service) serve(verb string, h func(context.Context, micro.Request) (any
 			}
 		}()
 	})
+}
+
+// denied returns the 403 this node's policy answers verb with, or nil.
+func (s *Service) denied(verb string) error {
+	switch {
+	case verb == wire.VerbExec && s.opts.DenyExec:
+		return Forbidden(verb, "--allow-exec=false")
+	case verb == wire.VerbLogs && s.opts.DenyLogs:
+		return Forbidden(verb, "--allow-logs=false")
+	}
+	return nil
 }
 
 // respond publishes a reply: the JSON response, or a micro error (headers

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
@@ -124,18 +127,20 @@ func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []
 	for _, r := range keep {
 		kept[wire.StatusKey(p.node, r.Namespace, r.Name)] = true
 	}
-	lister, err := kv.ListKeysFiltered(ctx, wire.EncodeName(p.node)+".*.*")
+	// Listed through the node's status consumer: a node may not create
+	// consumers (docs/security.md).
+	keys, err := bus.ConsumerKeys(ctx, p.js, wire.StatusBucket, wire.NodeStatusConsumer(p.node))
 	if err != nil {
 		klog.ErrorS(err, "Listing pod statuses to prune failed", "node", p.node, "source", source)
 		return
 	}
 	var stale []string
-	for key := range lister.Keys() {
-		if !kept[key] {
+	for _, key := range keys {
+		if !kept[key] && strings.Count(key, ".") == 2 {
 			stale = append(stale, key)
 		}
 	}
-	_ = lister.Stop()
+	sort.Strings(stale)
 	ofSource := func(pod *v1.Pod) bool { return pod.Annotations[messages.ConfigSourceAnnotation] == source }
 	for _, key := range stale {
 		if deleteIf(ctx, kv, key, ofSource) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
 // The publisher finalizes a deleted remote pod once its published status
@@ -75,6 +76,11 @@ func TestPruneStaleAndDeleteIf(t *testing.T) {
 	kv := createBucket(t, js, wire.StatusBucket)
 	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
 	ctx := context.Background()
+	// The node lists its entries through the status consumer an operator
+	// provisions for it (docs/security.md).
+	if _, err := js.CreateConsumer(ctx, busauth.StatusStream, busauth.NodeConsumers(testNode)[busauth.StatusStream]); err != nil {
+		t.Fatal(err)
+	}
 	write := func(node, name, source, reason string) {
 		t.Helper()
 		other := &StatusPublisher{js: js, node: node}

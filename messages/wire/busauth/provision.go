@@ -1,0 +1,141 @@
+package busauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/actorlet/actorlet/messages/wire"
+)
+
+// NodeConsumers are the consumers a node reads through. Both are durable
+// pull consumers with DeliverAll and no acks, so the node can reset them to
+// the first sequence (the only consumer operation besides fetch and info it
+// is allowed) and re-read the full state after a restart or reconnect.
+func NodeConsumers(node string) map[string]jetstream.ConsumerConfig {
+	n := EncodeToken(node)
+	return map[string]jetstream.ConsumerConfig{
+		DesiredStream: {
+			Durable:     wire.NodeDesiredConsumer(node),
+			Description: "actorlet node " + node + ": its desired pods and the fleet pods",
+			FilterSubjects: []string{
+				"$KV." + wire.DesiredBucket + "." + wire.DesiredNodeWatch(node),
+				"$KV." + wire.DesiredBucket + "." + wire.DesiredFleetWatch,
+			},
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckPolicy:     jetstream.AckNonePolicy,
+			ReplayPolicy:  jetstream.ReplayInstantPolicy,
+		},
+		StatusStream: {
+			Durable:        wire.NodeStatusConsumer(node),
+			Description:    "actorlet node " + node + ": its status keys (headers only)",
+			FilterSubjects: []string{"$KV." + wire.StatusBucket + "." + n + ".>"},
+			DeliverPolicy:  jetstream.DeliverAllPolicy,
+			AckPolicy:      jetstream.AckNonePolicy,
+			ReplayPolicy:   jetstream.ReplayInstantPolicy,
+			HeadersOnly:    true,
+		},
+	}
+}
+
+// EnsureNodeConsumers creates the node's consumers, or checks that they
+// exist. A connection with node permissions cannot create them: it then
+// returns wire.ErrNotProvisioned for a missing one, and accepts existing ones as
+// they are.
+func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
+	for stream, cfg := range NodeConsumers(node) {
+		c, err := js.Consumer(ctx, stream, cfg.Durable)
+		if err == nil {
+			if have := c.CachedInfo().Config; !sameFilters(have.FilterSubjects, have.FilterSubject, cfg.FilterSubjects) ||
+				have.DeliverPolicy != cfg.DeliverPolicy || have.AckPolicy != cfg.AckPolicy || have.DeliverSubject != "" {
+				if _, err := js.UpdateConsumer(ctx, stream, cfg); err != nil {
+					return fmt.Errorf("consumer %s on %s has the wrong settings and cannot be updated: %w", cfg.Durable, stream, err)
+				}
+			}
+			continue
+		}
+		if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				return fmt.Errorf("consumer %s on %s: %w: %v", cfg.Durable, stream, wire.ErrNotProvisioned, err)
+			}
+			return fmt.Errorf("look up consumer %s on %s: %w", cfg.Durable, stream, err)
+		}
+		if _, err := js.CreateConsumer(ctx, stream, cfg); err != nil {
+			if errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+				return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, wire.ErrNotProvisioned)
+			}
+			return fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, stream, err)
+		}
+	}
+	return nil
+}
+
+// DeleteNodeConsumers removes the node's consumers (node removal).
+func DeleteNodeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
+	for stream, cfg := range NodeConsumers(node) {
+		if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("delete consumer %s on %s: %w", cfg.Durable, stream, err)
+		}
+	}
+	return nil
+}
+
+func sameFilters(have []string, one string, want []string) bool {
+	if one != "" {
+		have = append(have, one)
+	}
+	if len(have) != len(want) {
+		return false
+	}
+	set := map[string]bool{}
+	for _, h := range have {
+		set[h] = true
+	}
+	for _, w := range want {
+		if !set[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// PushAccount sends the account's current JWT to every server of the
+// cluster over the system account (sysNC must be a system-account
+// connection): a revocation takes effect at once, without a restart or a
+// reload, and the connections of revoked users are closed.
+func (a *Authority) PushAccount(ctx context.Context, sysNC *nats.Conn) error {
+	aj, err := a.AccountJWT()
+	if err != nil {
+		return err
+	}
+	msg, err := sysNC.RequestWithContext(ctx, "$SYS.REQ.ACCOUNT."+a.AccountPublicKey()+".CLAIMS.UPDATE", []byte(aj))
+	if err != nil {
+		return fmt.Errorf("push account JWT: %w", err)
+	}
+	if err := claimUpdateError(msg.Data); err != nil {
+		return err
+	}
+	return nil
+}
+
+// claimUpdateError reads the server's answer to a claims update
+// ({"data":{...}} or {"error":{"code","description"}}).
+func claimUpdateError(data []byte) error {
+	var r struct {
+		Error *struct {
+			Code        int    `json:"code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("push account JWT: bad answer %q: %w", data, err)
+	}
+	if r.Error != nil {
+		return fmt.Errorf("push account JWT: server says %d %s", r.Error.Code, r.Error.Description)
+	}
+	return nil
+}
