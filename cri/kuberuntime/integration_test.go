@@ -214,10 +214,15 @@ func TestIntegrationHashChangeRestartsOnlyThatContainer(t *testing.T) {
 
 func TestIntegrationKillPodGracePeriod(t *testing.T) {
 	e := newProcEnv(t)
-	pod := shPod("stubborn", map[string]string{"c": `trap "" TERM; while true; do sleep 0.1; done`}, "c")
+	ready := filepath.Join(t.TempDir(), "trapped")
+	pod := shPod("stubborn", map[string]string{"c": `trap "" TERM; touch ` + ready + `; while true; do sleep 0.1; done`}, "c")
 	e.syncUntil(t, pod, func(s v1.PodStatus) error {
 		if s.ContainerStatuses[0].State.Running == nil {
 			return errors.New("not running")
+		}
+		// TERM before the shell installed its trap would end it.
+		if _, err := os.Stat(ready); err != nil {
+			return errors.New("TERM not trapped yet")
 		}
 		return nil
 	})
