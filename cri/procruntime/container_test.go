@@ -249,3 +249,25 @@ func TestCreateValidation(t *testing.T) {
 		t.Errorf("duplicate name: %v, want AlreadyExists", err)
 	}
 }
+
+// execOutputCap is procruntime's per-stream ExecSync output cap.
+const execOutputCap = 4 * 1024 * 1024
+
+// TestExecSyncOutputCapped: a command printing far more than the cap gets
+// its output cut to the cap per stream; the rest is drained and
+// discarded, and the call still succeeds with the command's exit code.
+func TestExecSyncOutputCapped(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("execcap", nil)
+	id := e.run(sbID, sb, containerConfig("sleeper", nil, "sleep", "30"))
+
+	// 24 MiB on each stream: over the 16 MiB gRPC message limit if uncapped.
+	out, errOut, err := e.c.ExecSync(ctx(t), id,
+		[]string{"sh", "-c", "head -c 25165824 /dev/zero; head -c 25165824 /dev/zero >&2"}, 30*time.Second)
+	if err != nil {
+		t.Fatalf("ExecSync of a huge output = %v, want success with capped output", err)
+	}
+	if len(out) != execOutputCap || len(errOut) != execOutputCap {
+		t.Errorf("ExecSync output = %d/%d bytes, want %d each", len(out), len(errOut), execOutputCap)
+	}
+}

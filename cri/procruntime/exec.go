@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages/seconds"
 )
@@ -73,6 +74,10 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	err = cmd.Run()
+	if stdout.truncated || stderr.truncated {
+		klog.V(2).InfoS("Exec output truncated to the limit", "container", c.rec.ID, "limitBytes", maxExecOutput,
+			"stdoutTruncated", stdout.truncated, "stderrTruncated", stderr.truncated)
+	}
 	if ctx.Err() != nil && req.GetTimeout() > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil, status.Errorf(codes.DeadlineExceeded, "exec %q in container %q: timed out after %ds", req.Cmd, c.rec.ID, req.GetTimeout())
 	}
@@ -92,19 +97,30 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	return resp, nil
 }
 
-// cappedBuffer keeps the first max bytes written and discards the rest.
+// cappedBuffer keeps the first max bytes written and discards the rest,
+// draining the command's output as containerd does (the command is not
+// killed by a closed pipe). The buffer is a named field, not embedded:
+// an embedded bytes.Buffer would give cappedBuffer a ReadFrom method, and
+// io.Copy (used by os/exec for a non-file Stdout) would call it and
+// bypass the cap entirely.
 type cappedBuffer struct {
-	bytes.Buffer
-	max int
+	buf       bytes.Buffer
+	max       int
+	truncated bool
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		if len(p) > room {
-			b.Buffer.Write(p[:room])
-		} else {
-			b.Buffer.Write(p)
+	room := b.max - b.buf.Len()
+	if len(p) > room {
+		b.truncated = true
+		if room > 0 {
+			b.buf.Write(p[:room])
 		}
+		return len(p), nil
 	}
+	b.buf.Write(p)
 	return len(p), nil
 }
+
+// Bytes returns what was kept.
+func (b *cappedBuffer) Bytes() []byte { return b.buf.Bytes() }

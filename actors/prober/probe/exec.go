@@ -37,7 +37,7 @@ func Exec(ctx context.Context, e Execer, containerID string, action *v1.ExecActi
 		return messages.ProbeUnknown, "", fmt.Errorf("exec probe: container ID is empty")
 	}
 	stdout, stderr, err := e.ExecSync(ctx, containerID, action.Command, timeout)
-	out := truncate(string(stdout)+string(stderr), maxExecOutput)
+	out := combinedOutput(stdout, stderr, maxExecOutput)
 	if err == nil {
 		return messages.ProbeSuccess, out, nil
 	}
@@ -81,6 +81,19 @@ func isTimeout(ctx context.Context, err error) bool {
 	}
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
+}
+
+// combinedOutput is stdout then stderr, at most n bytes of them (marked
+// when cut), copied: the result never pins the runtime's buffers, which
+// may hold megabytes of output, in a probe message kept for the pod.
+func combinedOutput(stdout, stderr []byte, n int) string {
+	if len(stdout)+len(stderr) <= n {
+		return string(stdout) + string(stderr)
+	}
+	if len(stdout) >= n {
+		return string(stdout[:n]) + "...(truncated)"
+	}
+	return string(stdout) + string(stderr[:n-len(stdout)]) + "...(truncated)"
 }
 
 // truncate cuts s to at most n bytes, marking the cut.

@@ -155,3 +155,21 @@ func checkResult(t *testing.T, res messages.ProbeResult, msg string, err error, 
 		t.Errorf("error = %v, want it to contain %q", err, wantErr)
 	}
 }
+
+func TestExecCombinedOutputBounded(t *testing.T) {
+	huge := make([]byte, 8<<20)
+	for _, tc := range []struct {
+		stdout, stderr []byte
+		wantPrefix     string
+	}{
+		{[]byte("out"), []byte("err"), "outerr"},
+		{[]byte("out"), huge, "out\x00"},
+		{huge, []byte("err"), "\x00\x00"},
+	} {
+		got := combinedOutput(tc.stdout, tc.stderr, maxExecOutput)
+		if len(got) > maxExecOutput+len("...(truncated)") || !strings.HasPrefix(got, tc.wantPrefix) {
+			t.Errorf("combinedOutput(%d, %d bytes) = %d bytes starting %q, want at most %d starting %q",
+				len(tc.stdout), len(tc.stderr), len(got), got[:min(len(got), 8)], maxExecOutput, tc.wantPrefix)
+		}
+	}
+}
