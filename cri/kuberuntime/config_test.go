@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -222,12 +223,48 @@ func TestPullPolicyDefault(t *testing.T) {
 }
 
 func TestExpand(t *testing.T) {
-	defined := map[string]string{"A": "1", "B": "two"}
+	defined := map[string]string{"A": "1", "B": "two", "R": "$(A)"}
 	for in, want := range map[string]string{
 		"$(A)-$(B)": "1-two", "$(C)": "$(C)", "$$(A)": "$(A)", "$(A": "$(A", "cost $5": "cost $5", "": "",
+		"$(R)": "$(A)", "x$$": "x$", "$": "$", "a$(A)b$(A": "a1b$(A", "$(C)$(A)": "$(C)1",
 	} {
-		if got := expand(in, defined); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		if got, err := expand(in, defined, "f", newEnvBudget()); err != nil || got != want {
+			t.Errorf("expand(%q) = %q, %v, want %q", in, got, err, want)
 		}
+	}
+}
+
+// TestEnvExpansionBomb: a ~15 KB pod whose env has three levels of 1,000
+// references (~1e12 bytes expanded) fails fast with an error naming the
+// variable and the limit, without allocating the expansion.
+func TestEnvExpansionBomb(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("bomb", "app")
+	refs := func(name string) string { return strings.Repeat("$("+name+")", 1000) }
+	pod.Spec.Containers[0].Env = []v1.EnvVar{
+		{Name: "A", Value: strings.Repeat("x", 1000)},
+		{Name: "B", Value: refs("A")[:5*100]}, // 100 refs: 100 KB
+		{Name: "C", Value: refs("B")},         // 100 MB
+		{Name: "D", Value: refs("C")},         // 100 GB
+	}
+	_, err := e.m.containerConfig(pod, &pod.Spec.Containers[0], 0, nil, "img")
+	if err == nil || !strings.Contains(err.Error(), `env[2] "C"`) || !strings.Contains(err.Error(), "MaxExpandedEnvBytes") {
+		t.Fatalf("containerConfig of an env bomb = %v, want an error naming env[2] \"C\" and MaxExpandedEnvBytes", err)
+	}
+
+	// The same bomb through command and args.
+	pod = newPod("bomb2", "app")
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: strings.Repeat("x", 2000)}}
+	pod.Spec.Containers[0].Args = []string{"ok", refs("A")}
+	_, err = e.m.containerConfig(pod, &pod.Spec.Containers[0], 0, nil, "img")
+	if err == nil || !strings.Contains(err.Error(), "args[1]") {
+		t.Fatalf("containerConfig of an args bomb = %v, want an error naming args[1]", err)
+	}
+
+	// Just under the limit is fine.
+	pod = newPod("big", "app")
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: strings.Repeat("x", 1000)}, {Name: "B", Value: refs("A")[:5*500]}}
+	if _, err := e.m.containerConfig(pod, &pod.Spec.Containers[0], 0, nil, "img"); err != nil {
+		t.Fatalf("containerConfig of a 500 KB env = %v", err)
 	}
 }

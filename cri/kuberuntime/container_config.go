@@ -28,11 +28,20 @@ func containerLogPath(name string, restartCount int) string {
 // containerConfig builds the CRI config of container c of pod, for its
 // restartCount-th instance. podIPs feed status.podIP env references.
 func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
-	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP})
+	budget := newEnvBudget()
+	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP}, budget)
 	if err != nil {
 		return nil, err
 	}
 	defined := envMap(env)
+	command, err := expandAll(c.Command, defined, fmt.Sprintf("container %q command", c.Name), budget)
+	if err != nil {
+		return nil, err
+	}
+	args, err := expandAll(c.Args, defined, fmt.Sprintf("container %q args", c.Name), budget)
+	if err != nil {
+		return nil, err
+	}
 	mounts, err := m.containerMounts(pod, c)
 	if err != nil {
 		return nil, err
@@ -40,8 +49,8 @@ func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
-		Command:     expandAll(c.Command, defined),
-		Args:        expandAll(c.Args, defined),
+		Command:     command,
+		Args:        args,
 		WorkingDir:  c.WorkingDir,
 		Labels:      containerLabels(pod, c, m.opts.NodeName),
 		Annotations: containerAnnotations(pod, c, restartCount),
