@@ -23,7 +23,18 @@ type testServer struct {
 
 func startServer(t *testing.T) *testServer {
 	t.Helper()
+	return startServerWith(t, nil)
+}
+
+type serverOptions = server.Options
+
+// startServerWith starts a server whose options tweak may change.
+func startServerWith(t *testing.T, tweak func(*serverOptions)) *testServer {
+	t.Helper()
 	ts := &testServer{t: t, opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true}}
+	if tweak != nil {
+		tweak(&ts.opts)
+	}
 	ts.start()
 	ts.opts.Port = ts.srv.Addr().(*net.TCPAddr).Port
 	t.Cleanup(ts.shutdown)

@@ -7,7 +7,6 @@ package publish
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -29,9 +28,12 @@ import (
 const StaticAnnotation = "actorlet.io/static"
 
 const (
-	writeTimeout = 2 * time.Second
-	minRetry     = 100 * time.Millisecond
-	maxRetry     = 5 * time.Second
+	// failureLogEvery: a write that keeps failing is logged (at error
+	// level) on its first failure and every failureLogEvery-th after.
+	failureLogEvery = 20
+	writeTimeout    = 2 * time.Second
+	minRetry        = 100 * time.Millisecond
+	maxRetry        = 5 * time.Second
 )
 
 // Sink is what the status actor publishes through. Both methods must
@@ -83,6 +85,7 @@ type statusWrite struct {
 	key, subject string
 	uid          types.UID
 	data         []byte // Pod JSON; nil for a removal
+	attempts     int    // failed writes so far
 }
 
 // NewStatusPublisher starts a publisher; Stop it when done.
@@ -120,7 +123,7 @@ func (p *StatusPublisher) PodStatusChanged(m messages.PodStatusChanged) {
 		}
 		pod.Annotations[StaticAnnotation] = "true"
 	}
-	data, err := json.Marshal(pod)
+	data, err := fitStatus(pod, p.maxPayload())
 	if err != nil {
 		klog.ErrorS(err, "Cannot encode pod status", "pod", klog.KObj(pod))
 		return
@@ -193,7 +196,16 @@ func (p *StatusPublisher) run(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
-				klog.V(2).InfoS("Cannot publish pod status, will retry", "key", w.key, "err", err, "retryIn", backoff)
+				if permanent(err) {
+					// Retrying cannot help; the pod's next change is
+					// written afresh. Never let it hold up the others.
+					klog.ErrorS(err, "Cannot publish pod status, dropping this change", "key", w.key, "bytes", len(w.data))
+					continue
+				}
+				w.attempts++
+				if w.attempts == 1 || w.attempts%failureLogEvery == 0 {
+					klog.ErrorS(err, "Cannot publish pod status, will retry", "key", w.key, "attempts", w.attempts, "retryIn", backoff)
+				}
 				p.requeue(w)
 				select {
 				case <-ctx.Done():
@@ -222,8 +234,11 @@ func (p *StatusPublisher) next() *statusWrite {
 	return w
 }
 
-// requeue puts a failed change back at the front, unless a newer one for
-// the same key arrived meanwhile.
+// requeue puts a failed change back at the end of the queue, unless a newer
+// one for the same key arrived meanwhile: the other pods' changes are
+// written first, so one pod whose write keeps failing never holds up the
+// rest (while NATS is unreachable every write fails and the back-off paces
+// them all).
 func (p *StatusPublisher) requeue(w *statusWrite) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -231,7 +246,23 @@ func (p *StatusPublisher) requeue(w *statusWrite) {
 		return
 	}
 	p.pending[w.key] = w
-	p.order = append([]string{w.key}, p.order...)
+	p.order = append(p.order, w.key)
+}
+
+// permanent tells a write error that retrying cannot fix.
+func permanent(err error) bool {
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) ||
+		errors.Is(err, jetstream.ErrInvalidKey)
+}
+
+// maxPayload is the largest status the bus accepts now.
+func (p *StatusPublisher) maxPayload() int {
+	if nc := p.js.Conn(); nc != nil {
+		if mp := nc.MaxPayload(); mp > 0 {
+			return int(mp)
+		}
+	}
+	return DefaultMaxPayload
 }
 
 func (p *StatusPublisher) write(ctx context.Context, w *statusWrite) error {
