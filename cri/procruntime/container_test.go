@@ -2,9 +2,11 @@ package procruntime_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +271,77 @@ func TestExecSyncOutputCapped(t *testing.T) {
 	}
 	if len(out) != execOutputCap || len(errOut) != execOutputCap {
 		t.Errorf("ExecSync output = %d/%d bytes, want %d each", len(out), len(errOut), execOutputCap)
+	}
+}
+
+// TestReopenContainerLog: after the log file is renamed (as log rotation
+// does), ReopenContainerLog makes the shim write to a new file at the log
+// path; no line is lost or duplicated across the two files.
+func TestReopenContainerLog(t *testing.T) {
+	e := newEnv(t)
+	sbID, sb := e.runSandbox("reopen", nil)
+	cfg := containerConfig("counter", nil, "sh", "-c", "i=0; while true; do echo line$i; i=$((i+1)); sleep 0.005; done")
+	id := e.run(sbID, sb, cfg)
+	logPath := e.status(id).GetLogPath()
+	if logPath == "" {
+		t.Fatal("container has no log path")
+	}
+	waitLines := func(path string, n int) []string {
+		t.Helper()
+		var lines []string
+		testutil.Eventually(t, 10*time.Second, func() error {
+			b, _ := os.ReadFile(path)
+			if i := strings.LastIndexByte(string(b), '\n'); i >= 0 {
+				b = b[:i] // whole lines only
+			}
+			lines = strings.Split(string(b), "\n")
+			if len(b) == 0 || len(lines) < n {
+				return fmt.Errorf("%d lines in %s, want %d", len(lines), path, n)
+			}
+			return nil
+		})
+		return lines
+	}
+	waitLines(logPath, 5)
+	rotated := logPath + ".1"
+	if err := os.Rename(logPath, rotated); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.ReopenContainerLog(ctx(t), id); err != nil {
+		t.Fatalf("ReopenContainerLog = %v", err)
+	}
+	// The rotated file no longer grows once the call returned.
+	before, _ := os.ReadFile(rotated)
+	current := waitLines(logPath, 5)
+	after, _ := os.ReadFile(rotated)
+	if len(after) != len(before) {
+		t.Errorf("the rotated file grew after ReopenContainerLog returned: %d → %d bytes", len(before), len(after))
+	}
+	old := strings.Split(strings.TrimSuffix(string(after), "\n"), "\n")
+	// Lines run on from one file to the next.
+	seq := func(line string) int {
+		_, content, _ := strings.Cut(line, " F line")
+		n, err := strconv.Atoi(content)
+		if err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		return n
+	}
+	all := append(old, current...)
+	for i := 1; i < len(all); i++ {
+		if seq(all[i]) != seq(all[i-1])+1 {
+			t.Fatalf("line %d: %q follows %q (lost or repeated output across the reopen)", i, all[i], all[i-1])
+		}
+	}
+
+	// Not running: FailedPrecondition, as containerd answers.
+	if err := e.c.StopContainer(ctx(t), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.ReopenContainerLog(ctx(t), id); status.Code(errors.Unwrap(err)) != codes.FailedPrecondition {
+		t.Errorf("ReopenContainerLog of a stopped container = %v, want FailedPrecondition", err)
+	}
+	if err := e.c.ReopenContainerLog(ctx(t), "nope"); status.Code(errors.Unwrap(err)) != codes.NotFound {
+		t.Errorf("ReopenContainerLog of an unknown container = %v, want NotFound", err)
 	}
 }

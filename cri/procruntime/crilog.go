@@ -54,6 +54,18 @@ func (l *criLog) copyFrom(stream string, r io.Reader) {
 	}
 }
 
+// swap makes the log write to w from the next record on and returns the
+// writer it replaces (for ReopenContainerLog: the old file was renamed away
+// by log rotation). A previous write error is forgotten: the new file gets
+// a fresh start.
+func (l *criLog) swap(w io.Writer) io.Writer {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.w
+	l.w, l.err = w, nil
+	return old
+}
+
 func (l *criLog) record(stream, tag string, content []byte) {
 	var b bytes.Buffer
 	b.Grow(len(content) + 64)

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -101,6 +103,10 @@ const (
 	shimLogFile  = "shim.log"
 	startedFile  = "started.json"
 	shimLockFile = "shim.lock"
+	// reopenMarkerFile, written by a shim that reopens its log file on
+	// SIGUSR1: the runtime only signals shims that can (SIGUSR1 would kill
+	// any other).
+	reopenMarkerFile = "reopens-log-on-sigusr1"
 )
 
 // The shim's inherited descriptors.
@@ -146,11 +152,17 @@ func runShim(dir string) error {
 	if err := readJSON(filepath.Join(dir, shimSpecFile), &spec); err != nil {
 		return sendReport(report, shimReport{Error: fmt.Sprintf("read shim spec: %v", err)})
 	}
-	cmd, logFile, out, cio, err := startProcess(spec)
+	reopen := make(chan os.Signal, 1)
+	signal.Notify(reopen, syscall.SIGUSR1)
+	cmd, _, out, cio, err := startProcess(spec) // out owns the log file
 	if err != nil {
 		return sendReport(report, shimReport{Error: err.Error()})
 	}
-	defer logFile.Close()
+	go reopenLogOnSignal(reopen, spec.LogPath, out.log)
+	defer func() { _ = out.closeLog() }()
+	if err := os.WriteFile(filepath.Join(dir, reopenMarkerFile), nil, 0o600); err != nil {
+		fmt.Fprintf(os.Stderr, "%s shim %s: write reopen marker: %v\n", time.Now().Format(time.RFC3339Nano), dir, err)
+	}
 	startedAt := time.Now().UnixNano()
 	id, err := identify(cmd.Process.Pid)
 	if err == nil {
@@ -183,7 +195,8 @@ func runShim(dir string) error {
 	_ = syscall.Kill(-id.PID, syscall.SIGKILL)
 	out.wait(drainTimeout)
 	cio.closeAll()
-	_ = logFile.Sync()
+	signal.Stop(reopen)
+	_ = out.syncLog()
 
 	rec := exitRecord{FinishedAt: finished.UnixNano()}
 	rec.ExitCode, rec.Reason = exitStatus(cmd.ProcessState, waitErr)
@@ -223,6 +236,42 @@ func sendReport(w *os.File, r shimReport) error {
 type outputCopier struct {
 	wg    sync.WaitGroup
 	pipes []*os.File
+	log   *criLog
+}
+
+// reopenLogOnSignal reopens the log file at path on every signal (the
+// runtime's ReopenContainerLog, after the kubelet renamed the file for
+// rotation) and closes the file it replaces. If the new file cannot be
+// opened the log keeps its current one.
+func reopenLogOnSignal(sigs <-chan os.Signal, path string, log *criLog) {
+	for range sigs {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s reopen log %s: %v\n", time.Now().Format(time.RFC3339Nano), path, err)
+			continue
+		}
+		if old, ok := log.swap(f).(*os.File); ok {
+			_ = old.Close()
+		}
+	}
+}
+
+// syncLog flushes the log's current file to disk.
+func (o *outputCopier) syncLog() error {
+	o.log.mu.Lock()
+	defer o.log.mu.Unlock()
+	if f, ok := o.log.w.(*os.File); ok {
+		return f.Sync()
+	}
+	return nil
+}
+
+// closeLog closes the log's current file.
+func (o *outputCopier) closeLog() error {
+	if f, ok := o.log.swap(io.Discard).(*os.File); ok {
+		return f.Close()
+	}
+	return nil
 }
 
 // wait waits for both streams to reach EOF, at most d, then closes them.
@@ -282,6 +331,8 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *container
 		cio.closeAll()
 		return nil, nil, nil, nil, err
 	}
-	o := cio.copyOutput(newCRILog(logFile, time.Now))
+	log := newCRILog(logFile, time.Now)
+	o := cio.copyOutput(log)
+	o.log = log
 	return cmd, logFile, o, cio, nil
 }
