@@ -1,0 +1,273 @@
+package crilogs
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// The kubelet's defaults (--container-log-max-size,
+// --container-log-max-files, --container-log-monitor-interval).
+const (
+	DefaultMaxSize         = 10 << 20
+	DefaultMaxFiles        = 5
+	DefaultMonitorInterval = 10 * time.Second
+	// timestampFormat names rotated files (<path>.20060102-150405).
+	timestampFormat = "20060102-150405"
+)
+
+// Runtime is what rotation needs from the container runtime.
+type Runtime interface {
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	ReopenContainerLog(ctx context.Context, containerID string) error
+}
+
+// Policy is the rotation policy.
+type Policy struct {
+	// MaxSize is the size a log file may reach before it is rotated.
+	MaxSize int64
+	// MaxFiles is how many files a container's log may have, the current
+	// one included (at least 2).
+	MaxFiles int
+}
+
+// Validate checks the policy, naming the flag at fault.
+func (p Policy) Validate() error {
+	if p.MaxSize <= 0 {
+		return fmt.Errorf("--container-log-max-size: %d: must be positive", p.MaxSize)
+	}
+	if p.MaxFiles < 2 {
+		return fmt.Errorf("--container-log-max-files: %d: must be at least 2", p.MaxFiles)
+	}
+	return nil
+}
+
+// Manager rotates the logs of running containers.
+type Manager struct {
+	rt       Runtime
+	policy   Policy
+	interval time.Duration
+	clock    clock.WithTicker
+}
+
+// NewManager returns a manager; Run starts it.
+func NewManager(rt Runtime, policy Policy, interval time.Duration, clk clock.WithTicker) (*Manager, error) {
+	if rt == nil {
+		return nil, errors.New("container log manager: runtime is required")
+	}
+	if err := policy.Validate(); err != nil {
+		return nil, err
+	}
+	if interval <= 0 {
+		interval = DefaultMonitorInterval
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Manager{rt: rt, policy: policy, interval: interval, clock: clk}, nil
+}
+
+// Run rotates logs every interval until ctx ends.
+func (m *Manager) Run(ctx context.Context) {
+	t := m.clock.NewTicker(m.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if err := m.RotateLogs(ctx); err != nil && ctx.Err() == nil {
+			klog.ErrorS(err, "Failed to rotate container logs")
+		}
+	}
+}
+
+// RotateLogs looks at every running container once and rotates the logs
+// that reached MaxSize. One container's failure does not stop the others.
+func (m *Manager) RotateLogs(ctx context.Context) error {
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	for _, c := range containers {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		id := c.GetId()
+		resp, err := m.rt.ContainerStatus(ctx, id, false)
+		if err != nil {
+			klog.ErrorS(err, "Failed to get container status for log rotation", "containerID", id)
+			continue
+		}
+		path := resp.GetStatus().GetLogPath()
+		if path == "" {
+			continue
+		}
+		info, err := os.Stat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			// A rotation whose reopen failed may have left no current
+			// file: have the runtime create it again.
+			if err := m.rt.ReopenContainerLog(ctx, id); err != nil {
+				klog.ErrorS(err, "Failed to reopen a missing container log", "containerID", id, "path", path)
+				continue
+			}
+			info, err = os.Stat(path)
+		}
+		if err != nil {
+			klog.ErrorS(err, "Failed to stat container log", "containerID", id, "path", path)
+			continue
+		}
+		if info.Size() < m.policy.MaxSize {
+			continue
+		}
+		if err := m.rotateLog(ctx, id, path); err != nil {
+			klog.ErrorS(err, "Failed to rotate container log", "containerID", id, "path", path)
+			continue
+		}
+		klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
+	}
+	return nil
+}
+
+// rotateLog makes room for one more rotated file and rotates the current
+// one: the kubelet's order (clean up, remove the excess, compress, rename
+// and reopen).
+func (m *Manager) rotateLog(ctx context.Context, id, path string) error {
+	logs, err := RotatedFiles(path)
+	if err != nil {
+		return err
+	}
+	if err := removeTmp(path); err != nil {
+		return err
+	}
+	logs, err = m.cleanupUnused(logs)
+	if err != nil {
+		return err
+	}
+	logs, err = m.removeExcess(logs)
+	if err != nil {
+		return err
+	}
+	// Compress all but the newest rotated file: it may still be written by
+	// a runtime that reopens lazily.
+	for i, l := range logs {
+		if strings.HasSuffix(l, compressSuffix) || i == len(logs)-1 {
+			continue
+		}
+		if err := compress(l); err != nil {
+			return err
+		}
+	}
+	return m.rotateLatest(ctx, id, path)
+}
+
+func removeTmp(path string) error {
+	tmps, err := globFiles(globEscape(path) + ".*" + tmpSuffix)
+	if err != nil {
+		return err
+	}
+	for _, t := range tmps {
+		if err := os.Remove(t); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// cleanupUnused removes an uncompressed rotated file whose compressed twin
+// exists (a compression interrupted after the rename).
+func (m *Manager) cleanupUnused(logs []string) ([]string, error) {
+	have := map[string]bool{}
+	for _, l := range logs {
+		have[l] = true
+	}
+	out := logs[:0]
+	for _, l := range logs {
+		if !strings.HasSuffix(l, compressSuffix) && have[l+compressSuffix] {
+			if err := os.Remove(l); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("remove %s: %w", l, err)
+			}
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// removeExcess removes the oldest rotated files so that, once the current
+// file is rotated, the log has at most MaxFiles files.
+func (m *Manager) removeExcess(logs []string) ([]string, error) {
+	keep := max(m.policy.MaxFiles-2, 0) // room for the current file and the one rotated now
+	i := 0
+	for ; i < len(logs)-keep; i++ {
+		if err := os.Remove(logs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove %s: %w", logs[i], err)
+		}
+	}
+	return logs[i:], nil
+}
+
+// compress gzips path into path.gz (through path.gz.tmp) and removes it.
+func compress(path string) error {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := path + compressSuffix + tmpSuffix
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	zw := gzip.NewWriter(out)
+	_, err = io.Copy(zw, in)
+	err = errors.Join(err, zw.Close(), out.Close())
+	if err == nil {
+		err = os.Rename(tmp, path+compressSuffix)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("compress %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove %s once compressed: %w", path, err)
+	}
+	return nil
+}
+
+// rotateLatest renames the current file to path.<timestamp> and has the
+// runtime reopen the log; if it cannot, the rename is undone so the next
+// round tries again.
+func (m *Manager) rotateLatest(ctx context.Context, id, path string) error {
+	rotated := path + "." + m.clock.Now().Format(timestampFormat)
+	if _, err := os.Stat(rotated); err == nil {
+		// Rotated already this second (a tiny MaxSize): never overwrite.
+		return fmt.Errorf("rotate %s: %s exists, retrying at the next round", path, rotated)
+	}
+	if err := os.Rename(path, rotated); err != nil {
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	if err := m.rt.ReopenContainerLog(ctx, id); err != nil {
+		if rerr := os.Rename(rotated, path); rerr != nil {
+			klog.ErrorS(rerr, "Failed to undo a log rotation", "path", path, "rotated", rotated)
+		}
+		return fmt.Errorf("reopen log of container %q: %w", id, err)
+	}
+	return nil
+}

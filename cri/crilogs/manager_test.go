@@ -1,0 +1,156 @@
+package crilogs_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/crilogs"
+	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/testutil"
+)
+
+func TestMain(m *testing.M) {
+	procruntime.MaybeRunShim()
+	flag.Parse()
+	testutil.QuietKlog("")
+	os.Exit(m.Run())
+}
+
+// startRuntime serves a process runtime in a temp dir and dials it.
+func startRuntime(t *testing.T) (*cri.Client, string) {
+	t.Helper()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "cri.sock")
+	rt, err := procruntime.Start(procruntime.Options{RootDir: filepath.Join(dir, "state")}, "unix://"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Destroy)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := cri.Dial(ctx, "unix://"+sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, filepath.Join(dir, "logs")
+}
+
+// TestRotationWithProcessRuntime: a chatty container's log is rotated
+// whenever it reaches MaxSize: never more than MaxFiles files, the older
+// rotated ones compressed, and a tail across them sees every line in order.
+func TestRotationWithProcessRuntime(t *testing.T) {
+	c, logDir := startRuntime(t)
+	ctx := context.Background()
+	sbCfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "rot", Namespace: "default", Uid: "u-rot"},
+		LogDirectory: logDir,
+	}
+	sb, err := c.RunPodSandbox(ctx, sbCfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ~60 bytes per record: 2,000 lines a second.
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "chatty"},
+		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
+		Command:  []string{"sh", "-c", "i=0; while true; do echo line$i; i=$((i+1)); done"},
+		LogPath:  "chatty/0.log",
+	}
+	id, err := c.CreateContainer(ctx, sb, cfg, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(logDir, "chatty", "0.log")
+
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const maxSize, maxFiles = 64 << 10, 4
+	m, err := crilogs.NewManager(c, crilogs.Policy{MaxSize: maxSize, MaxFiles: maxFiles}, time.Second, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotations := 0
+	for rotations < 6 {
+		testutil.Eventually(t, 20*time.Second, func() error {
+			if info, err := os.Stat(path); err != nil || info.Size() < maxSize {
+				return fmt.Errorf("log below %d bytes", maxSize)
+			}
+			return nil
+		})
+		if err := m.RotateLogs(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rotations++
+		clk.Step(time.Second)
+		rotated, err := crilogs.RotatedFiles(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rotated)+1 > maxFiles {
+			t.Fatalf("after %d rotations: %d files (%v), want at most %d", rotations, len(rotated)+1, rotated, maxFiles)
+		}
+		for i, r := range rotated {
+			// As the kubelet does, the older files are compressed before the
+			// current one is rotated: the two newest stay plain.
+			if compressed := strings.HasSuffix(r, ".gz"); compressed != (i < len(rotated)-2) {
+				t.Errorf("after %d rotations: %s: compressed %v; want every rotated file but the two newest compressed", rotations, filepath.Base(r), compressed)
+			}
+		}
+	}
+	if err := c.StopContainer(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	// A tail spanning the current file and the rotated ones is in order.
+	r, err := crilogs.Tail(path, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 5000 {
+		t.Fatalf("tail 5000 across rotated files: %d lines", len(lines))
+	}
+	prev := -1
+	for i, l := range lines {
+		_, content, ok := strings.Cut(l, " F line")
+		n, err := strconv.Atoi(content)
+		if !ok || err != nil {
+			t.Fatalf("line %d: %q is not a CRI record of the counter", i, l)
+		}
+		if prev >= 0 && n != prev+1 {
+			t.Fatalf("line %d: %d follows %d: output lost or repeated across a rotation", i, n, prev)
+		}
+		prev = n
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	for _, p := range []crilogs.Policy{{MaxSize: 0, MaxFiles: 5}, {MaxSize: 10, MaxFiles: 1}, {MaxSize: -1, MaxFiles: 5}} {
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "--container-log-max-") {
+			t.Errorf("Validate(%+v) = %v, want an error naming the flag", p, err)
+		}
+	}
+	if err := (crilogs.Policy{MaxSize: crilogs.DefaultMaxSize, MaxFiles: crilogs.DefaultMaxFiles}).Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
