@@ -134,6 +134,9 @@ func (a *Agent) start(ctx context.Context) error {
 	if err := a.startRuntime(ctx); err != nil {
 		return err
 	}
+	if err := a.startLogRotation(ctx); err != nil {
+		return err
+	}
 	if err := a.startBus(ctx); err != nil {
 		return err
 	}

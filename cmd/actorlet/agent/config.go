@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/asynkron/protoactor-go/actor"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 )
@@ -32,6 +34,10 @@ type Config struct {
 	// starts and removals in flight in the runtime (0: unbounded).
 	MaxParallelRuntimeCalls int    `json:"maxParallelRuntimeCalls"`
 	PodLogsDir              string `json:"podLogsDir"`
+	// Container log rotation, as the kubelet's flags of the same names.
+	ContainerLogMaxSize         string        `json:"containerLogMaxSize"`
+	ContainerLogMaxFiles        int           `json:"containerLogMaxFiles"`
+	ContainerLogMonitorInterval time.Duration `json:"containerLogMonitorInterval"`
 
 	SyncFrequency             time.Duration `json:"syncFrequency"`
 	RelistPeriod              time.Duration `json:"relistPeriod"`
@@ -88,20 +94,23 @@ type NATSConfig struct {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
-		NodeName:                  strings.ToLower(host),
-		RootDir:                   "/var/lib/actorlet",
-		RuntimeRequestTimeout:     2 * time.Minute,
-		MaxPods:                   podrules.DefaultMaxPods,
-		MaxParallelRuntimeCalls:   4,
-		SyncFrequency:             time.Minute,
-		RelistPeriod:              time.Second,
-		NodeStatusUpdateFrequency: 10 * time.Second,
-		HealthzBindAddress:        "127.0.0.1",
-		HealthzPort:               10248,
-		AllowExec:                 true,
-		AllowLogs:                 true,
-		EnableDebuggingHandlers:   true,
-		NATS:                      NATSConfig{Host: "127.0.0.1", Port: 4222},
+		NodeName:                    strings.ToLower(host),
+		RootDir:                     "/var/lib/actorlet",
+		RuntimeRequestTimeout:       2 * time.Minute,
+		MaxPods:                     podrules.DefaultMaxPods,
+		MaxParallelRuntimeCalls:     4,
+		ContainerLogMaxSize:         "10Mi",
+		ContainerLogMaxFiles:        crilogs.DefaultMaxFiles,
+		ContainerLogMonitorInterval: crilogs.DefaultMonitorInterval,
+		SyncFrequency:               time.Minute,
+		RelistPeriod:                time.Second,
+		NodeStatusUpdateFrequency:   10 * time.Second,
+		HealthzBindAddress:          "127.0.0.1",
+		HealthzPort:                 10248,
+		AllowExec:                   true,
+		AllowLogs:                   true,
+		EnableDebuggingHandlers:     true,
+		NATS:                        NATSConfig{Host: "127.0.0.1", Port: 4222},
 	}
 }
 
@@ -125,6 +134,9 @@ func ParseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "number of pods this node admits")
 	fs.IntVar(&cfg.MaxParallelRuntimeCalls, "max-parallel-runtime-calls", cfg.MaxParallelRuntimeCalls, "sandbox and container creations, starts and removals in flight in the runtime at once; pods with a sandbox go first (0: unbounded)")
 	fs.StringVar(&cfg.PodLogsDir, "pod-logs-dir", cfg.PodLogsDir, "root of container logs (default <root-dir>/pod-logs)")
+	fs.StringVar(&cfg.ContainerLogMaxSize, "container-log-max-size", cfg.ContainerLogMaxSize, "size (a quantity, e.g. 10Mi) a container log file reaches before it is rotated")
+	fs.IntVar(&cfg.ContainerLogMaxFiles, "container-log-max-files", cfg.ContainerLogMaxFiles, "most log files kept per container, the current one included (at least 2)")
+	fs.DurationVar(&cfg.ContainerLogMonitorInterval, "container-log-monitor-interval", cfg.ContainerLogMonitorInterval, "how often container log sizes are checked for rotation")
 	fs.DurationVar(&cfg.SyncFrequency, "sync-frequency", cfg.SyncFrequency, "resync interval of a healthy pod")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", cfg.RelistPeriod, "PLEG relist interval (sub-second allowed)")
 	fs.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", cfg.NodeStatusUpdateFrequency, "node heartbeat period")
@@ -200,6 +212,16 @@ func (c *Config) complete() error {
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("max-pods: must be positive, got %d", c.MaxPods))
+	}
+	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil {
+		errs = append(errs, fmt.Errorf("container-log-max-size: %q: %w", c.ContainerLogMaxSize, err))
+	} else {
+		if err := (crilogs.Policy{MaxSize: q.Value(), MaxFiles: c.ContainerLogMaxFiles}).Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.ContainerLogMonitorInterval <= 0 {
+		errs = append(errs, fmt.Errorf("container-log-monitor-interval: must be positive, got %s", c.ContainerLogMonitorInterval))
 	}
 	if c.RelistPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("relist-period: must be positive, got %s", c.RelistPeriod))

@@ -55,6 +55,7 @@ nats:
 					HealthzBindAddress: "0.0.0.0", PodLogsDir: filepath.Join(root, "pod-logs"),
 					RelistPeriod: time.Second, RuntimeRequestTimeout: 2 * time.Minute,
 					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
+					ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
 				if !reflect.DeepEqual(c, want) {
 					t.Errorf("config =\n%+v\nwant\n%+v", c, want)
@@ -75,6 +76,9 @@ nats:
 		{name: "bad max pods", args: []string{"--node-name", "n1", "--max-pods", "0"}, wantErr: []string{"max-pods", "must be positive"}},
 		{name: "hostile runtime call bound", args: []string{"--node-name", "n1", "--max-parallel-runtime-calls", "99999999"}, wantErr: []string{"max-parallel-runtime-calls", "0 (unbounded) to 1024"}},
 		{name: "negative runtime call bound", args: []string{"--node-name", "n1", "--max-parallel-runtime-calls", "-1"}, wantErr: []string{"max-parallel-runtime-calls"}},
+		{name: "bad container log size", args: []string{"--node-name", "n1", "--container-log-max-size", "lots"}, wantErr: []string{"container-log-max-size", `"lots"`}},
+		{name: "container log size zero", args: []string{"--node-name", "n1", "--container-log-max-size", "0"}, wantErr: []string{"container-log-max-size", "must be positive"}},
+		{name: "one container log file", args: []string{"--node-name", "n1", "--container-log-max-files", "1"}, wantErr: []string{"container-log-max-files", "at least 2"}},
 		{name: "bad duration flag", args: []string{"--sync-frequency", "often"}, wantErr: []string{"sync-frequency"}},
 		{name: "unknown flag", args: []string{"--pod-manifests", "/x"}, wantErr: []string{"pod-manifests"}},
 		{name: "stray argument", args: []string{"--node-name", "n1", "run"}, wantErr: []string{`unexpected argument "run"`}},
