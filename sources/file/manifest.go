@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -27,6 +29,18 @@ func isManifest(name string) bool {
 		return true
 	}
 	return false
+}
+
+// readManifest reads a manifest, at most one byte over
+// validation.MaxPodBytes: a huge file is never loaded whole, and the byte
+// over the limit makes decoding fail with the limit's name.
+func readManifest(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, validation.MaxPodBytes+1))
 }
 
 // staticPod decodes one manifest and gives it a static pod's identity on

@@ -237,7 +237,7 @@ func (s *Source) scan() ([]*v1.Pod, error) {
 
 // load parses one manifest, reporting a bad one once per content.
 func (s *Source) load(path string) *v1.Pod {
-	data, err := os.ReadFile(path)
+	data, err := readManifest(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) { // removed while scanning: fine
 			klog.ErrorS(err, "Cannot read static pod manifest, skipping", "path", path)

@@ -291,3 +291,29 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestOversizedManifestSkipped: a manifest over validation.MaxPodBytes is
+// rejected with an event naming the limit (and never read whole), and a
+// pod with too many containers with one naming spec.containers; the good
+// manifest beside them is delivered.
+func TestOversizedManifestSkipped(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "good.yaml", manifest("good", "nginx"))
+	write(t, dir, "huge.yaml", manifest("huge", "x")+"  annotations:\n    a: "+strings.Repeat("x", 8<<20)+"\n")
+	var many strings.Builder
+	many.WriteString("apiVersion: v1\nkind: Pod\nmetadata:\n  name: many\nspec:\n  containers:\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&many, "  - name: c%d\n    image: x\n", i)
+	}
+	write(t, dir, "many.yaml", many.String())
+	snaps, ev := &snapshots{}, &events{}
+	start(t, Config{Dir: dir, NodeName: node, Out: snaps.out, Recorder: ev, noWatch: true})
+	if got := snaps.names(); !reflect.DeepEqual(got, []string{"good-node-1"}) {
+		t.Fatalf("pods %v, want only the good one", got)
+	}
+	all := strings.Join(ev.list(), "\n")
+	if !strings.Contains(all, "huge.yaml is invalid") || !strings.Contains(all, "MaxPodBytes") ||
+		!strings.Contains(all, "many.yaml is invalid") || !strings.Contains(all, "MaxContainersPerPod") {
+		t.Fatalf("events %q, want huge.yaml rejected naming MaxPodBytes and many.yaml naming MaxContainersPerPod", ev.list())
+	}
+}

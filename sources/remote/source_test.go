@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/actorlet/actorlet/test/testutil"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages"
@@ -192,6 +194,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 		wire.DesiredNodeKey("n1", "default", "deploy"):   {[]byte(`{"apiVersion":"apps/v1","kind":"Deployment"}`), `kind is "Deployment", want Pod`},
 		wire.DesiredNodeKey("n1", "default", "noimage"):  {podJSON(t, "default", "noimage", ""), "spec.containers[0].image: Required value"},
 		wire.DesiredNodeKey("n1", "default", "mismatch"): {podJSON(t, "default", "other", "a:1"), "metadata names default/other"},
+		wire.DesiredNodeKey("n1", "default", "many"):     {manyContainers(t, "default", "many", 1000), "MaxContainersPerPod"},
 	}
 	for key, b := range bad {
 		e.put(t, key, b.value) // before start: part of the initial values
@@ -243,6 +246,20 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// manyContainers is a pod with n containers.
+func manyContainers(t *testing.T, namespace, name string, n int) []byte {
+	t.Helper()
+	pod := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	for i := 0; i < n; i++ {
+		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: fmt.Sprintf("c%d", i), Image: "a:1"})
+	}
+	data, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestInvalidUpdateKeepsTheRunningPod(t *testing.T) {

@@ -23,6 +23,9 @@ func DecodePod(data []byte) (*v1.Pod, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, ErrEmpty
 	}
+	if err := CheckPodBytes(len(data)); err != nil {
+		return nil, err
+	}
 	raw, err := toJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("payload is not JSON or YAML: %w", err)

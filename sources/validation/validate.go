@@ -31,7 +31,8 @@ func Errors(pod *v1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateMeta(pod, field.NewPath("metadata"))...)
 	errs = append(errs, validateSpec(&pod.Spec, field.NewPath("spec"))...)
-	return errs
+	errs = append(errs, validateLimits(pod)...)
+	return shortenValues(errs)
 }
 
 func validateMeta(pod *v1.Pod, path *field.Path) field.ErrorList {
