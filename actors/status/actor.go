@@ -2,6 +2,7 @@ package status
 
 import (
 	"errors"
+	"maps"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/asynkron/protoactor-go/actor"
@@ -54,6 +55,10 @@ type podState struct {
 	// publishedDeleting is whether the pod sent carried a deletion
 	// timestamp: a deletion is published even when the status is unchanged.
 	publishedDeleting bool
+	// publishedLabels and publishedAnnotations are the metadata of the pod
+	// sent: a labels-only update changes no status but must reach the
+	// status entry, which carries the pod.
+	publishedLabels, publishedAnnotations map[string]string
 }
 
 // statusActor owns every pod's published status.
@@ -150,10 +155,12 @@ func (a *statusActor) publish(st *podState) {
 		return
 	}
 	deleting := st.pod.DeletionTimestamp != nil
-	if st.published != nil && apiequality.Semantic.DeepEqual(*st.published, next) && deleting == st.publishedDeleting {
+	if st.published != nil && apiequality.Semantic.DeepEqual(*st.published, next) && deleting == st.publishedDeleting &&
+		maps.Equal(st.pod.Labels, st.publishedLabels) && maps.Equal(st.pod.Annotations, st.publishedAnnotations) {
 		return
 	}
 	st.published, st.publishedDeleting = &next, deleting
+	st.publishedLabels, st.publishedAnnotations = maps.Clone(st.pod.Labels), maps.Clone(st.pod.Annotations)
 	klog.V(4).InfoS("Pod status changed", "pod", klog.KObj(st.pod), "podUID", st.pod.UID, "phase", next.Phase)
 	a.cfg.Sink.PodStatusChanged(a.change(st))
 }

@@ -201,3 +201,33 @@ func TestStatusActorPublishesDeletion(t *testing.T) {
 		t.Fatalf("an unchanged deleting pod was published again (%d changes)", n)
 	}
 }
+
+// TestStatusActorPublishesLabelsOnlyUpdate: the same status for a pod whose
+// labels (or annotations) changed is published again, so the status
+// entry, which carries the pod, shows the new labels.
+func TestStatusActorPublishesLabelsOnlyUpdate(t *testing.T) {
+	root, pid, sink, _ := spawnStatus(t)
+	pod := testPod(v1.RestartPolicyAlways, containerSpec{name: "app"})
+	pod.Labels = map[string]string{"tier": "web"}
+	in := computed(v1.PodRunning, running("app", "c1"))
+	root.Send(pid, &messages.PodStatusComputed{Pod: pod, Status: in})
+	waitFor(t, sink, pod.UID, "first status", func(s v1.PodStatus) bool { return s.Phase == v1.PodRunning })
+
+	relabeled := pod.DeepCopy()
+	relabeled.Labels = map[string]string{"tier": "web", "track": "canary"}
+	root.Send(pid, &messages.PodStatusComputed{Pod: relabeled, Status: in})
+	list(t, root, pid)
+	latest, _ := sink.Latest(pod.UID)
+	if latest.Pod.Labels["track"] != "canary" {
+		t.Fatalf("after a labels-only update the published pod has labels %v, want track=canary", latest.Pod.Labels)
+	}
+	if n := len(sink.Changes(pod.UID)); n != 2 {
+		t.Errorf("%d changes published, want 2", n)
+	}
+	// The same again publishes nothing.
+	root.Send(pid, &messages.PodStatusComputed{Pod: relabeled.DeepCopy(), Status: in})
+	list(t, root, pid)
+	if n := len(sink.Changes(pod.UID)); n != 2 {
+		t.Errorf("%d changes published after an identical update, want still 2", n)
+	}
+}
