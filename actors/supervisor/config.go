@@ -29,6 +29,11 @@ type Runtime interface {
 	GC()
 }
 
+// Recorder records Kubernetes-style events about a pod.
+type Recorder interface {
+	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
+}
+
 // Cache is the PLEG status cache, as pod actors use it.
 type Cache = podactor.Cache
 
@@ -75,6 +80,11 @@ type Config struct {
 	WorkerRespawnDelay      time.Duration
 
 	Children Children
+
+	// Recorder, optional, receives the Warning event of an admission
+	// rejection (OutOfpods, NodePorts, ...), as the kubelet records one. It
+	// must not block.
+	Recorder Recorder
 
 	// PropsOptions are applied to every actor the supervisor spawns (pod
 	// actors and the core children): the agent uses them for metrics

@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,9 +43,11 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			events := &eventLog{}
 			h := newHarness(t, func(c *Config) {
 				c.MaxPods = 2
 				c.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}
+				c.Recorder = events
 			})
 			h.add(withHostPort(newPod("first", "first", 1), 8080))
 			if tc.reason == ReasonOutOfPods {
@@ -54,6 +58,10 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 			r := recorded[*messages.PodRejected](h.status)[0]
 			if r.Pod.UID != "big" || r.Reason != tc.reason || r.Message == "" {
 				t.Fatalf("rejection = %+v, want big %s", r, tc.reason)
+			}
+			// As the kubelet, a Warning event with the reason and message.
+			if got := events.list(); len(got) != 1 || got[0] != "big Warning "+tc.reason+" "+r.Message {
+				t.Errorf("events = %q, want one Warning %s for big", got, tc.reason)
 			}
 			h.send(&messages.PodUpdate{Op: messages.OpUpdate, Pods: []*v1.Pod{tc.pod()}, Source: messages.SourceRemote})
 			h.clock.Step(2 * time.Second)
@@ -401,4 +409,22 @@ func TestPurgedPodsAreCleanedUpInParallel(t *testing.T) {
 	defer release()
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: pods, Source: messages.SourceRemote})
 	eventually(t, "three cleanups in flight together", func() bool { return h.rt.Count(fake.OpCleanupPod) == 3 })
+}
+
+// eventLog is a Recorder keeping "<uid> <type> <reason> <message>" lines.
+type eventLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *eventLog) Eventf(pod *v1.Pod, eventType, reason, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, fmt.Sprintf("%s %s %s %s", pod.UID, eventType, reason, fmt.Sprintf(format, args...)))
+}
+
+func (l *eventLog) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
 }

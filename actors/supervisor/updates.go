@@ -64,6 +64,9 @@ func (s *supervisor) addPods(ctx actor.Context, source string, pods []*v1.Pod) {
 			d.rejected = true
 			s.pods[p.UID] = d
 			klog.InfoS("Pod rejected at admission", "pod", klog.KObj(p), "podUID", p.UID, "reason", r.Reason, "message", r.Message)
+			if s.cfg.Recorder != nil {
+				s.cfg.Recorder.Eventf(p, v1.EventTypeWarning, r.Reason, "%s", r.Message)
+			}
 			s.tell(ctx, &messages.PodRejected{Pod: p, Reason: r.Reason, Message: r.Message}, s.status)
 			continue
 		}

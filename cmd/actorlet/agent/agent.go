@@ -241,6 +241,7 @@ func (a *Agent) startActors() error {
 		Allocatable:    allocatable(cfg.MaxPods),
 		MaxPods:        cfg.MaxPods,
 		ResyncInterval: cfg.SyncFrequency,
+		Recorder:       a.recorder,
 		Children: supervisor.Children{
 			PLEG: func() (*actor.Props, error) { return pleg.Props(plegCfg) },
 			Prober: func() (*actor.Props, error) {
