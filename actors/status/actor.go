@@ -114,6 +114,7 @@ func (a *statusActor) rejected(msg *messages.PodRejected) {
 	st := a.state(msg.Pod.UID)
 	st.pod = msg.Pod
 	s := rejectedStatus(msg.Reason, msg.Message, st.published, a.now())
+	s.QOSClass = podQOS(msg.Pod)
 	st.rejected = &s
 	a.publish(st)
 }

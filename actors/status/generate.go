@@ -61,6 +61,7 @@ func buildStatus(pod *v1.Pod, computed v1.PodStatus, probes probeResults, old *v
 	keepTerminal(pod, &s, old)
 	applyContainerReadiness(pod, &s, probes)
 	s.Conditions = generateConditions(pod, &s)
+	s.QOSClass = podQOS(pod)
 	keepHistory(&s, old, now)
 	return s
 }
