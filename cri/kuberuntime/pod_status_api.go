@@ -83,7 +83,7 @@ func (m *Manager) apiContainerStatuses(pod *v1.Pod, specs []v1.Container, status
 		}
 		s := v1.ContainerStatus{Name: c.Name, Image: c.Image}
 		if len(instances) == 0 {
-			s.State.Waiting = &v1.ContainerStateWaiting{Reason: reasonContainerCreating}
+			s.State.Waiting = &v1.ContainerStateWaiting{Reason: defaultWaitingReason(pod)}
 		} else {
 			cur := instances[0]
 			s.ContainerID = runtimeName + "://" + cur.ID
@@ -105,6 +105,17 @@ func (m *Manager) apiContainerStatuses(pod *v1.Pod, specs []v1.Container, status
 		out = append(out, s)
 	}
 	return out
+}
+
+// defaultWaitingReason is the state of a container never created: as in
+// the kubelet's convertToAPIContainerStatuses, PodInitializing for every
+// container (init ones included) of a pod with init containers,
+// ContainerCreating otherwise.
+func defaultWaitingReason(pod *v1.Pod) string {
+	if len(pod.Spec.InitContainers) > 0 {
+		return reasonPodInitializing
+	}
+	return reasonContainerCreating
 }
 
 // willRestart says whether a non-running container gets another instance.

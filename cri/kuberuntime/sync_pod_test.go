@@ -411,3 +411,33 @@ func TestLivenessKillRestartsInTheSamePassWithoutBackOff(t *testing.T) {
 		}
 	}
 }
+
+// TestNeverRunInitContainerIsPodInitializing: with restartPolicy Never, an
+// init container that failed stops the pod; the init container after it,
+// never run, and the app container show PodInitializing, as the kubelet
+// shows every never-created container of a pod with init containers.
+func TestNeverRunInitContainerIsPodInitializing(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("job", "app")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	pod.Spec.InitContainers = []v1.Container{{Name: "first", Image: "busybox:1.36"}, {Name: "second", Image: "busybox:1.36"}}
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	e.rt.exitContainer(t, e.rt.containerIDs("first")[0], 1, e.clock.Now())
+	e.sync(t, pod, nil)
+	_, api := e.status(t, pod)
+	if api.Phase != v1.PodFailed {
+		t.Fatalf("phase = %s, want Failed", api.Phase)
+	}
+	for _, cs := range append(api.InitContainerStatuses[1:], api.ContainerStatuses...) {
+		if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonPodInitializing {
+			t.Errorf("%s: state %+v, want waiting PodInitializing", cs.Name, cs.State)
+		}
+	}
+	// Without init containers a container not created yet is ContainerCreating.
+	plain := newPod("plain", "app")
+	if _, api := e.status(t, plain); api.ContainerStatuses[0].State.Waiting == nil || api.ContainerStatuses[0].State.Waiting.Reason != reasonContainerCreating {
+		t.Errorf("plain pod: %+v, want waiting ContainerCreating", api.ContainerStatuses[0].State)
+	}
+}
