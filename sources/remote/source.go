@@ -46,6 +46,11 @@ type Source struct {
 	delivered map[string]*v1.Pod // key → pod last delivered
 	revs      map[string]uint64  // key → last revision applied (tombstones too)
 	rejected  map[string]bool    // keys whose latest value was rejected
+	// nodeNames maps namespace/name to the node key delivering it;
+	// shadowed holds the fleet pods not run because a node pod has their
+	// name (see shadow.go).
+	nodeNames map[string]string
+	shadowed  map[string]*v1.Pod
 	sentSet   bool
 }
 
@@ -73,6 +78,8 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 		delivered: map[string]*v1.Pod{},
 		revs:      map[string]uint64{},
 		rejected:  map[string]bool{},
+		nodeNames: map[string]string{},
+		shadowed:  map[string]*v1.Pod{},
 	}
 	s.unregister = cfg.Conn.OnReconnect(func() {
 		select {
@@ -190,9 +197,15 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 
 	first := !s.sentSet
 	for _, k := range keys {
-		op, pod, ok := s.transition(ctx, initial[k])
-		if ok && !first {
-			s.send(op, pod)
+		for _, u := range s.step(ctx, initial[k]) {
+			if !first {
+				s.send(u.op, u.pod)
+			}
+		}
+	}
+	for k := range s.shadowed {
+		if e, ok := initial[k]; !ok || isDeletion(e) {
+			delete(s.shadowed, k)
 		}
 	}
 	var gone []string
@@ -206,6 +219,10 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 		pod := s.delivered[k]
 		delete(s.delivered, k)
 		s.send(messages.OpRemove, s.forceDeleted(pod))
+		// A node key gone while the watch was down frees its name.
+		for _, u := range s.freeName(k) {
+			s.send(u.op, u.pod)
+		}
 	}
 	if !first {
 		return
@@ -224,8 +241,8 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 
 // apply handles one change after the initial values.
 func (s *Source) apply(ctx context.Context, e jetstream.KeyValueEntry) {
-	if op, pod, ok := s.transition(ctx, e); ok {
-		s.send(op, pod)
+	for _, u := range s.step(ctx, e) {
+		s.send(u.op, u.pod)
 	}
 }
 
