@@ -73,13 +73,25 @@ func decodeReply(msg *nats.Msg, node, verb string, resp any) error {
 	return nil
 }
 
-// ListPods returns the node's pods with live status (namespace "" = all).
+// ListPods returns the node's pods with live status (namespace "" = all),
+// following the pages of pods.list.
 func (c *Client) ListPods(ctx context.Context, node, namespace string) ([]*v1.Pod, error) {
-	var resp ListPodsResponse
-	if err := c.Call(ctx, node, VerbPodsList, c.timeout(), ListPodsRequest{Namespace: namespace}, &resp); err != nil {
-		return nil, err
+	var all []*v1.Pod
+	req := ListPodsRequest{Namespace: namespace}
+	for {
+		var resp ListPodsResponse
+		if err := c.Call(ctx, node, VerbPodsList, c.timeout(), req, &resp); err != nil {
+			return nil, err
+		}
+		all = append(all, resp.Pods...)
+		if resp.Continue == "" {
+			return all, nil
+		}
+		if resp.Continue == req.Continue || len(resp.Pods) == 0 {
+			return nil, fmt.Errorf("list pods of node %q: the node repeated page %q", node, resp.Continue)
+		}
+		req.Continue = resp.Continue
 	}
-	return resp.Pods, nil
 }
 
 // GetPod returns one pod with its live status.

@@ -29,13 +29,20 @@ type PodRef struct {
 }
 
 // ListPodsRequest asks for the node's pods; an empty namespace means all.
+// Replies are pages, as the API server's list chunks: at most Limit pods
+// (0: DefaultListLimit), fewer when more would not fit in one bus message;
+// Continue, taken from the previous page, asks for the next one.
 type ListPodsRequest struct {
 	Namespace string `json:"namespace,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	Continue  string `json:"continue,omitempty"`
 }
 
-// ListPodsResponse carries pods with their live status.
+// ListPodsResponse carries pods with their live status, sorted by
+// namespace and name. Continue is set when more pods follow.
 type ListPodsResponse struct {
-	Pods []*v1.Pod `json:"pods"`
+	Pods     []*v1.Pod `json:"pods"`
+	Continue string    `json:"continue,omitempty"`
 }
 
 // GetPodRequest asks for one pod.
@@ -124,6 +131,9 @@ type ExecResponse struct {
 	Stdout   []byte `json:"stdout,omitempty"`
 	Stderr   []byte `json:"stderr,omitempty"`
 	ExitCode int    `json:"exitCode"`
+	// Truncated is set when the output was cut to fit in one bus message
+	// (or by the runtime's own cap): the start of each stream is kept.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // RestartRequest restarts a pod's containers, or one when Container is set.

@@ -14,8 +14,12 @@ const (
 	// turned off at the node), whatever the bus allowed.
 	CodeForbidden = 403
 	CodeNotFound  = 404
-	CodeInternal  = 500
-	CodeTimeout   = 504
+	// CodeTooLarge: the reply would not fit in one bus message.
+	CodeTooLarge = 413
+	// CodeBusy: the node has MaxConcurrentCommands requests in flight.
+	CodeBusy     = 429
+	CodeInternal = 500
+	CodeTimeout  = 504
 )
 
 // ErrNotFound marks an unknown pod or container. Node implementations wrap

@@ -2,8 +2,10 @@ package commands
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/actorlet/actorlet/messages/seconds"
 
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
@@ -27,6 +30,16 @@ const (
 	// acknowledge a streamed log chunk before it decides the client is gone.
 	ChunkAckTimeout = 5 * time.Second
 	maxChunkBytes   = 256 * 1024
+	// MaxConcurrentCommands bounds the requests a node serves at once
+	// (log follows and execs included); one more is answered at once with
+	// wire.CodeBusy.
+	MaxConcurrentCommands = 64
+	// DefaultListLimit is the page size of pods.list when none is asked.
+	DefaultListLimit = 500
+	// maxErrorDescription bounds an error's description (a header).
+	maxErrorDescription = 1024
+	// replyHeadroom is kept free under the bus max_payload for headers.
+	replyHeadroom = 8 << 10
 )
 
 // ServiceOptions configure a node's command service.
@@ -57,6 +70,7 @@ type Service struct {
 	node   Node
 	opts   ServiceOptions
 	svc    micro.Service
+	slots  chan struct{} // one per request in flight
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -79,7 +93,7 @@ func StartService(nc *nats.Conn, node Node, opts ServiceOptions) (*Service, erro
 	if opts.FollowKeepAlive <= 0 {
 		opts.FollowKeepAlive = DefaultFollowKeepAlive
 	}
-	s := &Service{nc: nc, node: node, opts: opts}
+	s := &Service{nc: nc, node: node, opts: opts, slots: make(chan struct{}, MaxConcurrentCommands)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	svc, err := micro.AddService(nc, micro.Config{
 		Name:        wire.CommandServiceName,
@@ -136,6 +150,15 @@ func (s *Service) serve(verb string, h func(context.Context, micro.Request) (any
 			_ = req.Error(fmt.Sprint(wire.CodeInternal), "node is shutting down", nil)
 			return
 		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			// Refuse at once rather than queue: a flood must not hold
+			// goroutines, nor make every caller wait for a timeout.
+			_ = req.Error(fmt.Sprint(wire.CodeBusy), fmt.Sprintf("node %s is busy: %d commands in flight (MaxConcurrentCommands); retry later",
+				s.opts.NodeName, MaxConcurrentCommands), nil)
+			return
+		}
 		reply := req.Reply()
 		if err := checkReply(reply); err != nil {
 			klog.InfoS("Dropped a command that is not a request from an inbox", "verb", verb, "node", s.opts.NodeName, "reply", reply)
@@ -150,6 +173,7 @@ func (s *Service) serve(verb string, h func(context.Context, micro.Request) (any
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer func() { <-s.slots }()
 			resp, err := h(s.ctx, req)
 			if err := s.respond(reply, resp, err); err != nil {
 				klog.ErrorS(err, "Failed to send command reply", "verb", verb, "node", s.opts.NodeName)
@@ -182,11 +206,15 @@ func (s *Service) respond(reply string, resp any, err error) error {
 	if err != nil {
 		e := wire.ToError(err)
 		msg.Header.Set(micro.ErrorCodeHeader, fmt.Sprint(e.Code))
-		msg.Header.Set(micro.ErrorHeader, e.Description)
+		msg.Header.Set(micro.ErrorHeader, shorten(e.Description, maxErrorDescription))
 	} else {
 		data, merr := json.Marshal(resp)
 		if merr != nil {
 			return s.respond(reply, nil, fmt.Errorf("encode reply: %w", merr))
+		}
+		if limit := s.maxReply(); len(data) > limit {
+			return s.respond(reply, nil, &wire.Error{Code: wire.CodeTooLarge, Description: fmt.Sprintf(
+				"reply of %d bytes exceeds the %d bytes a bus message can carry (max_payload)", len(data), limit)})
 		}
 		msg.Data = data
 	}
@@ -194,6 +222,23 @@ func (s *Service) respond(reply string, resp any, err error) error {
 		return fmt.Errorf("publish reply to %q: %w", reply, perr)
 	}
 	return nil
+}
+
+// maxReply is the largest reply body the bus carries.
+func (s *Service) maxReply() int {
+	mp := int(s.nc.MaxPayload())
+	if mp <= 0 {
+		mp = 1 << 20
+	}
+	return mp - replyHeadroom
+}
+
+// shorten cuts s to n bytes, saying so: an error may quote a huge name.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%s...(%d bytes)", s[:n], len(s))
 }
 
 // decode unmarshals the request and checks its pod reference.
@@ -228,19 +273,70 @@ func (s *Service) listPods(ctx context.Context, req micro.Request) (any, error) 
 			return nil, err
 		}
 	}
+	if r.Limit < 0 {
+		return nil, wire.BadRequest("limit", "must not be negative")
+	}
+	if r.Limit == 0 {
+		r.Limit = DefaultListLimit
+	}
+	after, err := decodeContinue(r.Continue)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := s.timeout(ctx)
 	defer cancel()
 	pods, err := s.node.ListPods(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
+	sort.Slice(pods, func(i, j int) bool { return podKey(pods[i]) < podKey(pods[j]) })
 	out := wire.ListPodsResponse{Pods: []*v1.Pod{}}
+	budget := s.maxReply() - 1024 // the envelope and the continue token
 	for _, p := range pods {
-		if r.Namespace == "" || p.Namespace == r.Namespace {
-			out.Pods = append(out.Pods, p)
+		if (r.Namespace != "" && p.Namespace != r.Namespace) || (after != "" && podKey(p) <= after) {
+			continue
 		}
+		size, fitted := fitPod(p, budget)
+		if len(out.Pods) > 0 && (len(out.Pods) == r.Limit || size > budget) {
+			out.Continue = encodeContinue(podKey(out.Pods[len(out.Pods)-1]))
+			break
+		}
+		budget -= size + 1
+		out.Pods = append(out.Pods, fitted)
 	}
 	return out, nil
+}
+
+// podKey orders pods and marks a page's end: namespace/name.
+func podKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func encodeContinue(key string) string { return base64.RawURLEncoding.EncodeToString([]byte(key)) }
+
+func decodeContinue(token string) (string, error) {
+	if token == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || !strings.Contains(string(b), "/") {
+		return "", wire.BadRequest("continue", "not a token from a previous pods.list reply")
+	}
+	return string(b), nil
+}
+
+// fitPod returns the pod as it goes in a reply and its encoded size: a
+// pod whose JSON alone exceeds max is reduced as its published status is
+// (publish.FitStatus), so a page is never blocked by one huge pod.
+func fitPod(p *v1.Pod, max int) (int, *v1.Pod) {
+	data, err := json.Marshal(p)
+	if err == nil && len(data) <= max {
+		return len(data), p
+	}
+	data, err = publish.FitStatus(p.DeepCopy(), max+publish.PayloadHeadroom)
+	var reduced v1.Pod
+	if err != nil || json.Unmarshal(data, &reduced) != nil {
+		return len(data), p
+	}
+	return len(data), &reduced
 }
 
 func (s *Service) getPod(ctx context.Context, req micro.Request) (any, error) {
@@ -259,7 +355,8 @@ func (s *Service) getPod(ctx context.Context, req micro.Request) (any, error) {
 	}
 	for _, p := range pods {
 		if p.Namespace == r.Namespace && p.Name == r.Name {
-			return wire.GetPodResponse{Pod: p}, nil
+			_, fitted := fitPod(p, s.maxReply()-1024)
+			return wire.GetPodResponse{Pod: fitted}, nil
 		}
 	}
 	return nil, wire.NotFound("pod %s/%s", r.Namespace, r.Name)
@@ -307,7 +404,27 @@ func (s *Service) exec(ctx context.Context, req micro.Request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("exec in %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	return wire.ExecResponse{Stdout: stdout, Stderr: stderr, ExitCode: code}, nil
+	resp := wire.ExecResponse{ExitCode: code}
+	// The streams travel base64-encoded: 3 bytes become 4.
+	resp.Stdout, resp.Stderr, resp.Truncated = fitOutput(stdout, stderr, (s.maxReply()-1024)/4*3)
+	if resp.Truncated {
+		klog.V(2).InfoS("Exec output cut to fit in the reply", "pod", klog.KRef(r.Namespace, r.Name),
+			"stdoutBytes", len(stdout), "stderrBytes", len(stderr), "maxBytes", (s.maxReply()-1024)/4*3)
+	}
+	return resp, nil
+}
+
+// fitOutput keeps the start of both streams within max bytes in total,
+// each getting half, and a stream that needs less leaving the rest to the
+// other.
+func fitOutput(stdout, stderr []byte, max int) ([]byte, []byte, bool) {
+	if len(stdout)+len(stderr) <= max {
+		return stdout, stderr, false
+	}
+	errRoom := min(len(stderr), max/2)
+	outRoom := min(len(stdout), max-errRoom)
+	errRoom = min(len(stderr), max-outRoom)
+	return stdout[:outRoom], stderr[:errRoom], true
 }
 
 func (s *Service) restart(ctx context.Context, req micro.Request) (any, error) {

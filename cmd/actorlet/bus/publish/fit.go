@@ -13,9 +13,9 @@ const (
 	// DefaultMaxPayload is NATS's default max_payload (1 MiB), used when
 	// the connection does not tell.
 	DefaultMaxPayload = 1 << 20
-	// payloadHeadroom is kept free under max_payload for the message
+	// PayloadHeadroom is kept free under max_payload for the message
 	// headers JetStream and NATS add.
-	payloadHeadroom = 4 << 10
+	PayloadHeadroom = 4 << 10
 	// MaxPodTerminationMessageBytes is the kubelet's budget for all the
 	// termination messages of one pod
 	// (kubecontainer.MaxPodTerminationMessageLogLength); each container
@@ -29,15 +29,15 @@ const (
 	TruncatedAnnotation = "actorlet.io/status-truncated"
 )
 
-// fitStatus encodes the pod for the status bucket within max bytes. Every
+// FitStatus encodes the pod for the status bucket within max bytes. Every
 // status first gets the kubelet's normalisation (termination messages cut
 // to MaxPodTerminationMessageBytes shared by its containers). A pod still
 // too large is reduced step by step, each step marked in
 // TruncatedAnnotation and logged at error level: the spec and annotations
 // left out, then every message cut to shortMessageBytes, then only the
 // pod's identity and phase kept. A status is never dropped for its size.
-func fitStatus(pod *v1.Pod, max int) ([]byte, error) {
-	limit := max - payloadHeadroom
+func FitStatus(pod *v1.Pod, max int) ([]byte, error) {
+	limit := max - PayloadHeadroom
 	normalizeMessages(&pod.Status, perContainerBudget(pod))
 	data, err := json.Marshal(pod)
 	if err != nil || len(data) <= limit {

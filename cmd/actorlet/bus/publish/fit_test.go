@@ -23,7 +23,7 @@ func TestFitStatusTruncatesTerminationMessagesAsTheKubelet(t *testing.T) {
 			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1, Message: long}},
 		})
 	}
-	data, err := fitStatus(pod, DefaultMaxPayload)
+	data, err := FitStatus(pod, DefaultMaxPayload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +62,11 @@ func TestFitStatusStages(t *testing.T) {
 		{big, "left out spec and annotations:", true},
 		{wide, "left out everything but the pod's identity and phase", false},
 	} {
-		data, err := fitStatus(tc.pod.DeepCopy(), max)
+		data, err := FitStatus(tc.pod.DeepCopy(), max)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(data) > max-payloadHeadroom {
+		if len(data) > max-PayloadHeadroom {
 			t.Errorf("%s: %d bytes, over the %d limit", tc.pod.Name, len(data), max)
 		}
 		var got v1.Pod

@@ -123,7 +123,7 @@ func (p *StatusPublisher) PodStatusChanged(m messages.PodStatusChanged) {
 		}
 		pod.Annotations[StaticAnnotation] = "true"
 	}
-	data, err := fitStatus(pod, p.maxPayload())
+	data, err := FitStatus(pod, p.maxPayload())
 	if err != nil {
 		klog.ErrorS(err, "Cannot encode pod status", "pod", klog.KObj(pod))
 		return
