@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
+	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
@@ -118,55 +118,54 @@ func (a *logAssembler) flush() [][]byte {
 	return out
 }
 
-// logReader reads a CRI log file incrementally: every call to next returns
-// the whole lines written since the previous call.
+// logReader reads a CRI log incrementally, in bounded batches, from the
+// start of its last tailLines file lines (across rotated files, as
+// crilogs.Follow reads them): every call to next returns the whole lines
+// written since the previous call, at most max bytes of the file's worth.
 type logReader struct {
-	f       *os.File
-	rest    []byte // an incomplete last line, waiting for its newline
+	fl      *crilogs.Follower
 	asm     *logAssembler
 	skipped int // malformed lines skipped
 }
 
-func openLogReader(path string, timestamps bool) (*logReader, error) {
-	f, err := os.Open(path)
+// openLogReader opens the log at path from its last tail lines (tail < 0:
+// the whole current file). As the kubelet, tail counts the file's lines
+// (a long line split in partial records counts once per record).
+func openLogReader(path string, tail int64, timestamps bool) (*logReader, error) {
+	fl, err := crilogs.Follow(path, tail)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, wire.NotFound("log file %q", path)
 		}
 		return nil, fmt.Errorf("open log %q: %w", path, err)
 	}
-	return &logReader{f: f, asm: newLogAssembler(timestamps)}, nil
+	return &logReader{fl: fl, asm: newLogAssembler(timestamps)}, nil
 }
 
-func (r *logReader) Close() error { return r.f.Close() }
+func (r *logReader) Close() error { return r.fl.Close() }
 
-// next reads to the current end of the file and returns complete lines.
-func (r *logReader) next() ([][]byte, error) {
+// next reads at most max bytes of whole file lines and returns the log
+// lines they complete, and how many bytes it read: 0 means nothing new.
+func (r *logReader) next(max int) ([][]byte, int, error) {
+	data, err := r.fl.Next(max)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := len(data)
 	var lines [][]byte
-	chunk := make([]byte, 64*1024)
-	for {
-		n, err := r.f.Read(chunk)
-		if n > 0 {
-			data := append(r.rest, chunk[:n]...)
-			for {
-				i := bytes.IndexByte(data, '\n')
-				if i < 0 {
-					break
-				}
-				if line, ok := r.parse(data[:i]); ok {
-					lines = append(lines, line)
-				}
-				data = data[i+1:]
-			}
-			r.rest = append([]byte(nil), data...)
+	for len(data) > 0 {
+		raw := data
+		i := bytes.IndexByte(data, '\n')
+		if i >= 0 {
+			raw, data = data[:i], data[i+1:]
+		} else {
+			data = nil
 		}
-		if errors.Is(err, io.EOF) {
-			return lines, nil
-		}
-		if err != nil {
-			return lines, fmt.Errorf("read log %q: %w", r.f.Name(), err)
+		if line, ok := r.parse(raw); ok {
+			lines = append(lines, line)
 		}
 	}
+	return lines, n, nil
 }
 
 func (r *logReader) parse(raw []byte) ([]byte, bool) {
@@ -185,19 +184,10 @@ func (r *logReader) parse(raw []byte) ([]byte, bool) {
 // unterminated last entry and unfinished partial lines.
 func (r *logReader) finish() [][]byte {
 	var lines [][]byte
-	if len(r.rest) > 0 {
-		if line, ok := r.parse(r.rest); ok {
+	if rest := r.fl.Rest(); len(rest) > 0 {
+		if line, ok := r.parse(rest); ok {
 			lines = append(lines, line)
 		}
-		r.rest = nil
 	}
 	return append(lines, r.asm.flush()...)
-}
-
-// tailLines keeps the last n lines; n < 0 keeps all.
-func tailLines(lines [][]byte, n int64) [][]byte {
-	if n < 0 || int64(len(lines)) <= n {
-		return lines
-	}
-	return lines[int64(len(lines))-n:]
 }

@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,34 +42,53 @@ func (s *Service) logs(ctx context.Context, req micro.Request) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find log of %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	lr, err := openLogReader(path, r.Timestamps)
-	if err != nil {
-		return nil, err
-	}
-	defer lr.Close()
-	lines, err := lr.next()
-	if err != nil {
-		return nil, err
-	}
-	if !r.Follow {
-		lines = append(lines, lr.finish()...)
-	}
 	tail := int64(-1)
 	if r.TailLines != nil {
 		tail = *r.TailLines
 	}
-	lines = tailLines(lines, tail)
+	lr, err := openLogReader(path, tail, r.Timestamps)
+	if err != nil {
+		return nil, err
+	}
+	defer lr.Close()
 
 	if r.Inbox == "" {
-		data := bytes.Join(lines, nil)
-		resp := wire.LogsResponse{Data: data}
-		if len(data) > wire.MaxInlineLogBytes {
-			resp.Data, resp.Truncated = data[len(data)-wire.MaxInlineLogBytes:], true
+		// Inline: the last wire.MaxInlineLogBytes, read in batches; memory stays
+		// within twice the limit whatever the file's size.
+		var data []byte
+		truncated := false
+		keep := func(lines [][]byte) {
+			for _, l := range lines {
+				data = append(data, l...)
+			}
+			if len(data) > 2*wire.MaxInlineLogBytes {
+				data = append([]byte(nil), data[len(data)-wire.MaxInlineLogBytes:]...)
+				truncated = true
+			}
 		}
-		return resp, nil
+		for {
+			lines, n, err := lr.next(maxChunkBytes)
+			if err != nil {
+				return nil, err
+			}
+			keep(lines)
+			if n == 0 {
+				break
+			}
+		}
+		keep(lr.finish())
+		if len(data) > wire.MaxInlineLogBytes {
+			data, truncated = data[len(data)-wire.MaxInlineLogBytes:], true
+		}
+		return wire.LogsResponse{Data: data, Truncated: truncated}, nil
 	}
-	if err := s.sendChunks(ctx, r.Inbox, lines); err != nil {
+	if err := s.drain(ctx, r.Inbox, lr); err != nil {
 		return logsEnd(err)
+	}
+	if !r.Follow {
+		if err := s.sendChunks(ctx, r.Inbox, lr.finish()); err != nil {
+			return logsEnd(err)
+		}
 	}
 	if !r.Follow {
 		return wire.LogsResponse{}, nil
@@ -86,6 +104,24 @@ func (s *Service) logs(ctx context.Context, req micro.Request) (any, error) {
 	return resp, err
 }
 
+// drain sends everything readable now to the inbox, batch by batch.
+func (s *Service) drain(ctx context.Context, inbox string, lr *logReader) error {
+	for {
+		lines, n, err := lr.next(maxChunkBytes)
+		if err != nil {
+			return err
+		}
+		if len(lines) > 0 {
+			if err := s.sendChunks(ctx, inbox, lines); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+}
+
 // follow streams new lines until the container's instance exits or is
 // replaced, the client goes away or the service stops.
 func (s *Service) follow(ctx context.Context, r *wire.LogsRequest, path string, lr *logReader) (any, error) {
@@ -98,17 +134,30 @@ func (s *Service) follow(ctx context.Context, r *wire.LogsRequest, path string, 
 			return wire.LogsResponse{Ended: wire.EndedCanceled}, nil
 		case <-ticker.C:
 		}
-		lines, err := lr.next()
-		if err != nil {
-			return nil, err
+		sent := false
+		for {
+			lines, n, err := lr.next(maxChunkBytes)
+			if err != nil {
+				return nil, err
+			}
+			if len(lines) > 0 {
+				if err := s.sendChunks(ctx, r.Inbox, lines); err != nil {
+					return logsEnd(err)
+				}
+				sent = true
+			}
+			if n == 0 {
+				break
+			}
 		}
-		if len(lines) == 0 && time.Since(lastSent) >= s.opts.FollowKeepAlive {
-			lines = [][]byte{{}} // an empty chunk: is the client still there?
-		}
-		if len(lines) > 0 {
-			if err := s.sendChunks(ctx, r.Inbox, lines); err != nil {
+		if !sent && time.Since(lastSent) >= s.opts.FollowKeepAlive {
+			// An empty chunk: is the client still there?
+			if err := s.sendChunks(ctx, r.Inbox, [][]byte{{}}); err != nil {
 				return logsEnd(err)
 			}
+			sent = true
+		}
+		if sent {
 			lastSent = time.Now()
 		}
 		state := s.instanceState(ctx, r, path)
@@ -116,11 +165,10 @@ func (s *Service) follow(ctx context.Context, r *wire.LogsRequest, path string, 
 			continue
 		}
 		// The writer is done: send the rest of the file and stop.
-		lines, err = lr.next()
-		if err != nil {
-			return nil, err
+		if err := s.drain(ctx, r.Inbox, lr); err != nil {
+			return logsEnd(err)
 		}
-		if err := s.sendChunks(ctx, r.Inbox, append(lines, lr.finish()...)); err != nil {
+		if err := s.sendChunks(ctx, r.Inbox, lr.finish()); err != nil {
 			return logsEnd(err)
 		}
 		klog.V(4).InfoS("Log follow ended", "pod", klog.KRef(r.Namespace, r.Name), "container", r.Container, "reason", state)

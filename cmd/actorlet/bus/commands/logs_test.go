@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -102,8 +103,12 @@ func TestLogs(t *testing.T) {
 		{"tail 2", wire.LogsRequest{Name: "web", Container: "app", TailLines: tail(2)}, "three\nfour\n"},
 		{"tail 0", wire.LogsRequest{Name: "web", Container: "app", TailLines: tail(0)}, ""},
 		{"tail more than lines", wire.LogsRequest{Name: "web", Container: "app", TailLines: tail(50)}, "one\nerr line\ntwo\nthree\nfour\n"},
+		// tailLines counts the file's lines, as the kubelet's does: the
+		// last 3 are the broken one (skipped), three and four.
 		{"timestamps", wire.LogsRequest{Name: "web", Container: "app", TailLines: tail(3), Timestamps: true},
-			"2024-01-02T03:04:02Z two\n2024-01-02T03:04:04Z three\n2024-01-02T03:04:05Z four\n"},
+			"2024-01-02T03:04:04Z three\n2024-01-02T03:04:05Z four\n"},
+		{"timestamps whole", wire.LogsRequest{Name: "web", Container: "app", Timestamps: true},
+			"2024-01-02T03:04:01Z one\n2024-01-02T03:04:02.5Z err line\n2024-01-02T03:04:02Z two\n2024-01-02T03:04:04Z three\n2024-01-02T03:04:05Z four\n"},
 		{"previous", wire.LogsRequest{Name: "web", Container: "app", Previous: true}, "old instance\n"},
 	}
 	for _, tt := range tests {
@@ -162,7 +167,7 @@ func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
 	nc := runNATS(t)
 	dir := t.TempDir()
 	path := writeLog(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
-	fake := &fakeNode{logs: map[string]string{"default/web/app": path}}
+	fake := &fakeNode{logs: map[string]string{"default/web/app": path, "default/web/": path}}
 	fake.setPods(testPod("default", "web", "u1", "app"))
 	ended := make(chan string, 1)
 	startService(t, nc, fake, ServiceOptions{FollowPoll: 20 * time.Millisecond, followEnded: func(r string) { ended <- r }})
@@ -208,7 +213,7 @@ func TestLogsFollowStopsWhenClientGoesAway(t *testing.T) {
 	nc := runNATS(t)
 	dir := t.TempDir()
 	path := writeLog(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
-	fake := &fakeNode{logs: map[string]string{"default/web/app": path}}
+	fake := &fakeNode{logs: map[string]string{"default/web/app": path, "default/web/": path}}
 	fake.setPods(testPod("default", "web", "u1", "app"))
 	ended := make(chan string, 1)
 	startService(t, nc, fake, ServiceOptions{
@@ -250,3 +255,71 @@ func want(got, w string) error {
 }
 
 func strconvQuote(s string) string { return "\"" + strings.ReplaceAll(s, "\n", `\n`) + "\"" }
+
+// TestLogsTailOfABigRotatedLog: a tail of a 32 MB log reads its end only
+// (the service used to read the whole file: +560 MB for a 335 MB log), and
+// a tail longer than the current file goes on into the rotated files.
+func TestLogsTailOfABigRotatedLog(t *testing.T) {
+	nc := runNATS(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app", "0.log")
+	writeLog(t, dir, "app/0.log.20260101-000001", "2024-01-02T03:04:00Z stdout F rotated-1\n2024-01-02T03:04:00Z stdout F rotated-2\n")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := "2024-01-02T03:04:01Z stdout F " + strings.Repeat("x", 1000) + "\n"
+	block := strings.Repeat(line, 1024)
+	for i := 0; i < 32; i++ {
+		if _, err := f.WriteString(block); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.WriteString("2024-01-02T03:04:02Z stdout F last\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	fake := &fakeNode{logs: map[string]string{"default/web/app": path, "default/web/": path}}
+	fake.setPods(testPod("default", "web", "u1", "app"))
+	startService(t, nc, fake, ServiceOptions{})
+	c := &wire.Client{NC: nc, Timeout: 10 * time.Second}
+	tail := func(n int64) *int64 { return &n }
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var out strings.Builder
+	if _, err := c.Logs(context.Background(), "n1", wire.LogsRequest{Name: "web", TailLines: tail(2)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if !strings.HasSuffix(out.String(), "x\nlast\n") || strings.Count(out.String(), "\n") != 2 {
+		t.Fatalf("tail 2 = %.80q..., want a line of x then last", out.String())
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("a tail of 2 lines of a 32 MB log allocated %d MB", alloc>>20)
+	}
+
+	// All of the current file and both rotated lines.
+	var resp wire.LogsResponse
+	if err := c.Call(context.Background(), "n1", wire.VerbLogs, 10*time.Second, wire.LogsRequest{Name: "web", TailLines: tail(32*1024 + 3)}, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if !resp.Truncated || len(resp.Data) != wire.MaxInlineLogBytes {
+		t.Errorf("inline tail of 32 MB: %d bytes, truncated %v; want the last %d bytes", len(resp.Data), resp.Truncated, wire.MaxInlineLogBytes)
+	}
+
+	// Streamed to an inbox, across the rotated file (a small log).
+	small := writeLog(t, dir, "db/0.log", "2024-01-02T03:04:01Z stdout F current-1\n2024-01-02T03:04:02Z stdout F current-2\n")
+	writeLog(t, dir, "db/0.log.20260101-000001", "2024-01-02T03:04:00Z stdout F rotated-1\n2024-01-02T03:04:00Z stdout F rotated-2\n")
+	fake.mu.Lock()
+	fake.logs["default/web/db"] = small
+	fake.mu.Unlock()
+	out.Reset()
+	if _, err := c.Logs(context.Background(), "n1", wire.LogsRequest{Name: "web", Container: "db", TailLines: tail(3)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "rotated-2\ncurrent-1\ncurrent-2\n" {
+		t.Errorf("tail 3 across the rotated file = %q", out.String())
+	}
+}
