@@ -25,7 +25,7 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 	fs := c.flags("logs")
 	ns := fs.String("n", "default", "namespace")
 	container := fs.String("c", "", "container (default: the pod's only container)")
-	tail := fs.Int64("tail", -1, "lines from the end to show (-1: all)")
+	tail := fs.Int64("tail", -1, "log file lines from the end to show, across rotated files (-1: the whole current file)")
 	follow := fs.Bool("f", false, "follow the log until the container exits or restarts")
 	previous := fs.Bool("p", false, "the previous instance of the container")
 	timestamps := fs.Bool("timestamps", false, "prefix each line with its timestamp")
