@@ -268,3 +268,11 @@ func TestEnvExpansionBomb(t *testing.T) {
 		t.Fatalf("containerConfig of a 500 KB env = %v", err)
 	}
 }
+
+func TestContainerMessageCut(t *testing.T) {
+	long := strings.Repeat("a", 10<<20) + "the end"
+	got := toContainerStatus(&runtimeapi.ContainerStatus{Id: "c", Message: long})
+	if len(got.Message) != MaxContainerMessageBytes || !strings.HasSuffix(got.Message, "the end") {
+		t.Errorf("message of %d bytes kept as %d bytes, want the last %d", len(long), len(got.Message), MaxContainerMessageBytes)
+	}
+}

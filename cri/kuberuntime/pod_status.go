@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -116,8 +117,25 @@ func toContainerStatus(s *runtimeapi.ContainerStatus) *cri.ContainerStatus {
 		Hash:         info.hash,
 		RestartCount: info.restartCount,
 		Reason:       s.GetReason(),
-		Message:      s.GetMessage(),
+		Message:      cutMessage(s.GetMessage()),
 	}
+}
+
+// MaxContainerMessageBytes bounds a container's message kept from the
+// runtime (a termination message), as the kubelet's
+// kubecontainer.MaxContainerTerminationMessageLength does: the PLEG cache
+// holds every container's status, so a runtime's megabytes of message must
+// not be kept.
+const MaxContainerMessageBytes = 4096
+
+// cutMessage keeps the end of a message over MaxContainerMessageBytes (the
+// kubelet keeps a termination message's tail), copied so the runtime's
+// response is not pinned.
+func cutMessage(m string) string {
+	if len(m) <= MaxContainerMessageBytes {
+		return m
+	}
+	return strings.Clone(m[len(m)-MaxContainerMessageBytes:])
 }
 
 // GetPods lists the runtime's pods, grouped by the pod UID label: only this
