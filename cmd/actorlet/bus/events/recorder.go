@@ -130,7 +130,7 @@ func (r *Recorder) Eventf(pod *v1.Pod, eventType, reason, messageFmt string, arg
 			"Dropping event", "reason", reason)
 		return
 	}
-	message := fmt.Sprintf(messageFmt, args...)
+	message := truncateMessage(fmt.Sprintf(messageFmt, args...))
 	ref := r.reference(pod)
 	klog.V(2).InfoS("Event occurred", "object", klog.KRef(ref.Namespace, ref.Name), "kind", ref.Kind,
 		"type", eventType, "reason", reason, "message", message)
@@ -155,6 +155,19 @@ func (r *Recorder) Eventf(pod *v1.Pod, eventType, reason, messageFmt string, arg
 			klog.InfoS("Event queue full, dropping events", "dropped", n)
 		}
 	}
+}
+
+// MaxMessageBytes bounds an event's message, as client-go's recorders and
+// the events API bound it (1 KiB): an error quoting a huge value must not
+// make a huge event (nor one larger than a bus message).
+const MaxMessageBytes = 1024
+
+func truncateMessage(m string) string {
+	if len(m) <= MaxMessageBytes {
+		return m
+	}
+	const suffix = " ..."
+	return m[:MaxMessageBytes-len(suffix)] + suffix
 }
 
 // correlateLocked returns the event to publish: a new one, or the previous

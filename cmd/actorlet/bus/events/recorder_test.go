@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,5 +210,37 @@ func TestPublishFailuresAreCounted(t *testing.T) {
 	r.Stop()
 	if s := r.Stats(); s.Failed != 1 || s.Published != 0 {
 		t.Errorf("stats %+v, want one failure", s)
+	}
+}
+
+// capturingPublisher keeps what is published.
+type capturingPublisher struct {
+	mu   sync.Mutex
+	data [][]byte
+}
+
+func (c *capturingPublisher) Publish(_ context.Context, _ string, data []byte, _ ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.data = append(c.data, data)
+	return &jetstream.PubAck{}, nil
+}
+
+func TestHugeMessageIsCut(t *testing.T) {
+	p := &capturingPublisher{}
+	r := newRecorder(p, "n")
+	r.Eventf(testPod(), v1.EventTypeWarning, "Failed", "Error: %s", strings.Repeat("x", 2<<20))
+	r.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.data) != 1 {
+		t.Fatalf("%d events published, want 1", len(p.data))
+	}
+	var ev v1.Event
+	if err := json.Unmarshal(p.data[0], &ev); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Message) != MaxMessageBytes || !strings.HasSuffix(ev.Message, " ...") {
+		t.Errorf("message of %d bytes, want %d ending with ...", len(ev.Message), MaxMessageBytes)
 	}
 }
