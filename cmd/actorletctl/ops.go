@@ -81,6 +81,9 @@ func (c *cli) exec(ctx context.Context, args []string) error {
 	}
 	_, _ = c.stdout.Write(resp.Stdout)
 	_, _ = c.stderr.Write(resp.Stderr)
+	if resp.Truncated {
+		fmt.Fprintf(c.stderr, "actorletctl: the output was truncated to fit in one bus message (%d bytes of stdout, %d of stderr kept)\n", len(resp.Stdout), len(resp.Stderr))
+	}
 	if resp.ExitCode != 0 {
 		return exitCodeError{code: resp.ExitCode}
 	}
