@@ -28,8 +28,8 @@ import (
 const StaticAnnotation = "actorlet.io/static"
 
 const (
-	// failureLogEvery: a write that keeps failing is logged (at error
-	// level) on its first failure and every failureLogEvery-th after.
+	// failureLogEvery: a write that keeps failing is logged at error level
+	// every failureLogEvery-th failure (a short NATS outage stays at -v=2).
 	failureLogEvery = 20
 	writeTimeout    = 2 * time.Second
 	minRetry        = 100 * time.Millisecond
@@ -203,8 +203,10 @@ func (p *StatusPublisher) run(ctx context.Context) {
 					continue
 				}
 				w.attempts++
-				if w.attempts == 1 || w.attempts%failureLogEvery == 0 {
+				if w.attempts%failureLogEvery == 0 {
 					klog.ErrorS(err, "Cannot publish pod status, will retry", "key", w.key, "attempts", w.attempts, "retryIn", backoff)
+				} else {
+					klog.V(2).InfoS("Cannot publish pod status, will retry", "key", w.key, "err", err, "attempts", w.attempts, "retryIn", backoff)
 				}
 				p.requeue(w)
 				select {
