@@ -69,6 +69,9 @@ func TestRotationWithProcessRuntime(t *testing.T) {
 		Command:  []string{"sh", "-c", "i=0; while true; do echo line$i; i=$((i+1)); done"},
 		LogPath:  "chatty/0.log",
 	}
+	if _, err := c.PullImage(ctx, cfg.Image, nil, sbCfg); err != nil {
+		t.Fatal(err)
+	}
 	id, err := c.CreateContainer(ctx, sb, cfg, sbCfg)
 	if err != nil {
 		t.Fatal(err)
