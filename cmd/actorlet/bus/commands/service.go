@@ -41,6 +41,8 @@ type ServiceOptions struct {
 	// then it sends an empty one, so a client that went away is noticed
 	// even when the container is silent.
 	FollowKeepAlive time.Duration
+	// Sessions bound interactive sessions (exec -it, attach, port-forward).
+	Sessions SessionOptions
 
 	// DenyExec and DenyLogs refuse those verbs at the node with 403, even
 	// to an operator the bus lets through (actorlet --allow-exec=false,
@@ -60,6 +62,8 @@ type Service struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	sessions *sessions
 }
 
 // StartService registers the node's micro service and its endpoints.
@@ -92,6 +96,11 @@ func StartService(nc *nats.Conn, node Node, opts ServiceOptions) (*Service, erro
 		return nil, fmt.Errorf("add micro service for node %q: %w", opts.NodeName, err)
 	}
 	s.svc = svc
+	if err := s.startSessions(); err != nil {
+		s.cancel()
+		_ = svc.Stop()
+		return nil, err
+	}
 	handlers := map[string]func(context.Context, micro.Request) (any, error){
 		wire.VerbPodsList:     s.listPods,
 		wire.VerbPodsGet:      s.getPod,
@@ -100,6 +109,10 @@ func StartService(nc *nats.Conn, node Node, opts ServiceOptions) (*Service, erro
 		wire.VerbExec:         s.exec,
 		wire.VerbRestart:      s.restart,
 		wire.VerbEvict:        s.evict,
+
+		wire.VerbStreamExec:        s.openSession(wire.VerbStreamExec),
+		wire.VerbStreamAttach:      s.openSession(wire.VerbStreamAttach),
+		wire.VerbStreamPortForward: s.openSession(wire.VerbStreamPortForward),
 	}
 	for _, verb := range wire.Verbs {
 		h := handlers[verb]
@@ -120,6 +133,7 @@ func (s *Service) Stop() error {
 	s.cancel()
 	err := s.svc.Stop()
 	s.wg.Wait()
+	s.sessions.stop()
 	if err != nil {
 		return fmt.Errorf("stop command service: %w", err)
 	}
