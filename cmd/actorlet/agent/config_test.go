@@ -46,7 +46,8 @@ nats:
 			args: []string{"--node-name", "n1", "--root-dir", root, "--pod-manifest-path", "/etc/manifests",
 				"--container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "--max-pods", "7",
 				"--node-labels", "zone=a, role=edge", "--node-ip", "10.0.0.5", "--sync-frequency", "30s",
-				"--node-status-update-frequency", "2s", "--healthz-port", "0", "--healthz-bind-address", "0.0.0.0"},
+				"--node-status-update-frequency", "2s", "--healthz-port", "0", "--healthz-bind-address", "0.0.0.0",
+				"--max-interactive-sessions", "4", "--streaming-connection-idle-timeout", "30m"},
 			check: func(t *testing.T, c Config) {
 				want := Config{NodeName: "n1", RootDir: root, PodManifestPath: "/etc/manifests",
 					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", MaxPods: 7, MaxParallelRuntimeCalls: 4,
@@ -55,6 +56,7 @@ nats:
 					HealthzBindAddress: "0.0.0.0", PodLogsDir: filepath.Join(root, "pod-logs"),
 					RelistPeriod: time.Second, RuntimeRequestTimeout: 2 * time.Minute,
 					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
+					MaxInteractiveSessions: 4, StreamingConnectionIdleTimeout: 30 * time.Minute,
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
 				if !reflect.DeepEqual(c, want) {
 					t.Errorf("config =\n%+v\nwant\n%+v", c, want)
@@ -75,6 +77,8 @@ nats:
 		{name: "bad max pods", args: []string{"--node-name", "n1", "--max-pods", "0"}, wantErr: []string{"max-pods", "must be positive"}},
 		{name: "hostile runtime call bound", args: []string{"--node-name", "n1", "--max-parallel-runtime-calls", "99999999"}, wantErr: []string{"max-parallel-runtime-calls", "0 (unbounded) to 1024"}},
 		{name: "negative runtime call bound", args: []string{"--node-name", "n1", "--max-parallel-runtime-calls", "-1"}, wantErr: []string{"max-parallel-runtime-calls"}},
+		{name: "bad session limit", args: []string{"--node-name", "n1", "--max-interactive-sessions", "-3"}, wantErr: []string{"max-interactive-sessions", "must be positive"}},
+		{name: "bad stream idle timeout", args: []string{"--node-name", "n1", "--streaming-connection-idle-timeout", "0s"}, wantErr: []string{"streaming-connection-idle-timeout", "must be positive"}},
 		{name: "bad duration flag", args: []string{"--sync-frequency", "often"}, wantErr: []string{"sync-frequency"}},
 		{name: "unknown flag", args: []string{"--pod-manifests", "/x"}, wantErr: []string{"pod-manifests"}},
 		{name: "stray argument", args: []string{"--node-name", "n1", "run"}, wantErr: []string{`unexpected argument "run"`}},

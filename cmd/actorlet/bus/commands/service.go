@@ -178,7 +178,10 @@ func (s *Service) serve(verb string, h func(context.Context, micro.Request) (any
 // denied returns the 403 this node's policy answers verb with, or nil.
 func (s *Service) denied(verb string) error {
 	switch {
-	case verb == wire.VerbExec && s.opts.DenyExec:
+	case (verb == wire.VerbExec || verb == wire.VerbStreamExec || verb == wire.VerbStreamAttach || verb == wire.VerbStreamPortForward) && s.opts.DenyExec:
+		// Interactive sessions steer a container (or reach into its
+		// network) as exec does: the kubelet's debugging handlers switch
+		// covers them all.
 		return Forbidden(verb, "--allow-exec=false")
 	case verb == wire.VerbLogs && s.opts.DenyLogs:
 		return Forbidden(verb, "--allow-logs=false")
