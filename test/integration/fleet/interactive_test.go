@@ -93,7 +93,7 @@ type ctlProc struct {
 func (f *fleet) startCtl(t *testing.T, stdin io.Reader, size *pty.Winsize, args ...string) *ctlProc {
 	t.Helper()
 	p := &ctlProc{done: make(chan struct{})}
-	p.cmd = exec.Command(ctlBinary, append([]string{"--server", f.url(), "--timeout", "10s"}, args...)...)
+	p.cmd = exec.Command(ctlBinary, append([]string{"--server", f.url(), "--creds", f.srv.AdminCreds(), "--timeout", "10s"}, args...)...)
 	if size != nil {
 		ptmx, err := pty.StartWithSize(p.cmd, size)
 		if err != nil {
