@@ -1,7 +1,7 @@
 // Command actorletctl is the operator's kubectl-like tool for actorlet: it
 // writes desired pods to the bus, reads pod status, nodes and events from
-// it, and calls a node's command service for describe, logs, exec, restart
-// and evict. See `actorletctl help` and docs/protocol.md.
+// it, and calls a node's command service for describe, logs, exec (also
+// interactive, with -it), attach, port-forward, restart and evict. See `actorletctl help` and docs/protocol.md.
 package main
 
 import (
@@ -25,7 +25,7 @@ func main() {
 
 // run is the whole program: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	c := &cli{stdin: os.Stdin, stdout: stdout, stderr: stderr, clock: clock.RealClock{}}
 	return c.main(ctx, args)
@@ -51,15 +51,17 @@ var subcommands map[string]command
 
 func init() {
 	subcommands = map[string]command{
-		"apply":    {"Create or update pods from files", "-f FILE|DIR|- [--node N | --selector k=v,...] [--wait [--wait-timeout D]]", (*cli).apply},
-		"delete":   {"Delete a pod (gracefully, or at once with --now)", "pod NAME [-n NS] [--grace-period S] [--now] [--node N | --selector]", (*cli).delete},
-		"get":      {"List pods or nodes", "pods [-n NS | -A] [--node N] [-o wide|yaml|json] [-w]\n       actorletctl get nodes [-o wide|yaml|json]", (*cli).get},
-		"describe": {"Show a pod in detail, with its actor's state", "pod NAME [-n NS] [--node N]", (*cli).describe},
-		"logs":     {"Print a container's log", "POD [-c C] [-n NS] [--tail N] [-f] [-p] [--timestamps] [--node N]", (*cli).logs},
-		"exec":     {"Run a command in a container", "POD [-c C] [-n NS] [--node N] -- CMD [ARG...]", (*cli).exec},
-		"restart":  {"Restart a pod's containers (or one)", "POD [-c C] [-n NS] [--node N]", (*cli).restart},
-		"evict":    {"Evict a pod", "POD [-n NS] [--grace-period S] [--reason R] [--node N]", (*cli).evict},
-		"events":   {"List events", "[-n NS] [--node N] [-w]", (*cli).events},
+		"apply":        {"Create or update pods from files", "-f FILE|DIR|- [--node N | --selector k=v,...] [--wait [--wait-timeout D]]", (*cli).apply},
+		"delete":       {"Delete a pod (gracefully, or at once with --now)", "pod NAME [-n NS] [--grace-period S] [--now] [--node N | --selector]", (*cli).delete},
+		"get":          {"List pods or nodes", "pods [-n NS | -A] [--node N] [-o wide|yaml|json] [-w]\n       actorletctl get nodes [-o wide|yaml|json]", (*cli).get},
+		"describe":     {"Show a pod in detail, with its actor's state", "pod NAME [-n NS] [--node N]", (*cli).describe},
+		"logs":         {"Print a container's log", "POD [-c C] [-n NS] [--tail N] [-f] [-p] [--timestamps] [--node N]", (*cli).logs},
+		"exec":         {"Run a command in a container", "POD [-c C] [-n NS] [-i] [-t] [--node N] -- CMD [ARG...]", (*cli).exec},
+		"attach":       {"Attach to a running container's console", "POD [-c C] [-n NS] [-i] [-t] [--node N]", (*cli).attach},
+		"port-forward": {"Forward local ports to a pod", "POD [LOCAL:]REMOTE... [-n NS] [--address A] [--node N]", (*cli).portForward},
+		"restart":      {"Restart a pod's containers (or one)", "POD [-c C] [-n NS] [--node N]", (*cli).restart},
+		"evict":        {"Evict a pod", "POD [-n NS] [--grace-period S] [--reason R] [--node N]", (*cli).evict},
+		"events":       {"List events", "[-n NS] [--node N] [-w]", (*cli).events},
 		"auth": {"Create the bus authority (operator, account and system keys) for an external NATS server",
 			"init [--auth-dir DIR]", (*cli).auth},
 		"node": {"Provision a node's credentials and consumers, or revoke them live",
@@ -132,9 +134,9 @@ func (c *cli) usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, subcommands[n].summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, subcommands[n].summary)
 	}
-	fmt.Fprintf(w, "  %-9s %s\n", "help", "Show help for a command (actorletctl help COMMAND, or COMMAND -h)")
+	fmt.Fprintf(w, "  %-12s %s\n", "help", "Show help for a command (actorletctl help COMMAND, or COMMAND -h)")
 	fmt.Fprintf(w, "\nGlobal flags (also accepted after the command):\n")
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	fs.SetOutput(w)

@@ -58,8 +58,12 @@ func (c *cli) exec(ctx context.Context, args []string) error {
 	ns := fs.String("n", "default", "namespace")
 	container := fs.String("c", "", "container (default: the pod's only container)")
 	node := fs.String("node", "", "the pod's node (default: found from its status)")
-	timeout := fs.Duration("exec-timeout", 0, "how long the command may run (default: the node's, 60s)")
-	pos, cmd, err := parse(fs, args)
+	timeout := fs.Duration("exec-timeout", 0, "how long the command may run without -i/-t (default: the node's, 60s)")
+	stdin := fs.Bool("i", false, "pass stdin to the command (an interactive session)")
+	fs.BoolVar(stdin, "stdin", false, "same as -i")
+	tty := fs.Bool("t", false, "run the command in a terminal; with -i, the local terminal goes raw (Ctrl-C goes to the command)")
+	fs.BoolVar(tty, "tty", false, "same as -t")
+	pos, cmd, err := parse(fs, expandShortFlags(args))
 	if err != nil {
 		return err
 	}
@@ -74,6 +78,11 @@ func (c *cli) exec(ctx context.Context, args []string) error {
 	n, client, err := c.target(ctx, *ns, name, *node)
 	if err != nil {
 		return err
+	}
+	if *stdin || *tty {
+		return c.interactive(ctx, n, wire.VerbStreamExec, client, wire.SessionRequest{
+			Namespace: *ns, Name: name, Container: *container, Command: cmd, Stdin: *stdin, TTY: *tty,
+		})
 	}
 	resp, err := client.Exec(ctx, n, wire.ExecRequest{Namespace: *ns, Name: name, Container: *container, Command: cmd, TimeoutSeconds: int64(timeout.Seconds())})
 	if err != nil {

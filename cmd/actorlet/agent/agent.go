@@ -348,11 +348,20 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 		Root: a.system.Root, Supervisor: a.actors.Supervisor, Status: a.actors.Status, Prober: a.actors.Prober,
 		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
 	}
-	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{NodeName: cfg.NodeName, Version: Version, DenyExec: !cfg.AllowExec, DenyLogs: !cfg.AllowLogs})
+	if st, ok := a.runtime.(commands.StreamingRuntime); ok {
+		node.Streaming = st
+	}
+	svc, err := commands.StartService(a.conn.NC, node, commands.ServiceOptions{
+		NodeName: cfg.NodeName, Version: Version, DenyExec: !cfg.AllowExec, DenyLogs: !cfg.AllowLogs,
+		Sessions: commands.SessionOptions{MaxSessions: cfg.MaxInteractiveSessions, IdleTimeout: cfg.StreamingConnectionIdleTimeout},
+	})
 	if err != nil {
 		return fmt.Errorf("start the command service: %w", err)
 	}
 	a.onShutdown(func() { _ = svc.Stop() })
+	a.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "actorlet_interactive_sessions",
+		Help: "Interactive sessions (exec -it, attach, port-forward connections) the node holds."},
+		func() float64 { return float64(svc.OpenSessions()) }))
 	a.metrics.register(a)
 	if cfg.HealthzPort > 0 {
 		stop, err := serveHTTP(net.JoinHostPort(cfg.HealthzBindAddress, fmt.Sprint(cfg.HealthzPort)), a)

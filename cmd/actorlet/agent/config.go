@@ -53,6 +53,10 @@ type Config struct {
 	AllowLogs               bool `json:"allowLogs"`
 	EnableDebuggingHandlers bool `json:"enableDebuggingHandlers"`
 
+	// Interactive sessions (exec -it, attach, port-forward connections).
+	MaxInteractiveSessions         int           `json:"maxInteractiveSessions"`
+	StreamingConnectionIdleTimeout time.Duration `json:"streamingConnectionIdleTimeout"`
+
 	NATS NATSConfig `json:"nats"`
 
 	// Runtime, when set, is used instead of ContainerRuntimeEndpoint or the
@@ -94,23 +98,25 @@ type NATSConfig struct {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
-		NodeName:                    strings.ToLower(host),
-		RootDir:                     "/var/lib/actorlet",
-		RuntimeRequestTimeout:       2 * time.Minute,
-		MaxPods:                     podrules.DefaultMaxPods,
-		MaxParallelRuntimeCalls:     4,
-		ContainerLogMaxSize:         "10Mi",
-		ContainerLogMaxFiles:        crilogs.DefaultMaxFiles,
-		ContainerLogMonitorInterval: crilogs.DefaultMonitorInterval,
-		SyncFrequency:               time.Minute,
-		RelistPeriod:                time.Second,
-		NodeStatusUpdateFrequency:   10 * time.Second,
-		HealthzBindAddress:          "127.0.0.1",
-		HealthzPort:                 10248,
-		AllowExec:                   true,
-		AllowLogs:                   true,
-		EnableDebuggingHandlers:     true,
-		NATS:                        NATSConfig{Host: "127.0.0.1", Port: 4222},
+		NodeName:                       strings.ToLower(host),
+		RootDir:                        "/var/lib/actorlet",
+		RuntimeRequestTimeout:          2 * time.Minute,
+		MaxPods:                        podrules.DefaultMaxPods,
+		MaxParallelRuntimeCalls:        4,
+		ContainerLogMaxSize:            "10Mi",
+		ContainerLogMaxFiles:           crilogs.DefaultMaxFiles,
+		ContainerLogMonitorInterval:    crilogs.DefaultMonitorInterval,
+		SyncFrequency:                  time.Minute,
+		RelistPeriod:                   time.Second,
+		NodeStatusUpdateFrequency:      10 * time.Second,
+		HealthzBindAddress:             "127.0.0.1",
+		HealthzPort:                    10248,
+		AllowExec:                      true,
+		AllowLogs:                      true,
+		EnableDebuggingHandlers:        true,
+		MaxInteractiveSessions:         32,
+		StreamingConnectionIdleTimeout: 4 * time.Hour,
+		NATS:                           NATSConfig{Host: "127.0.0.1", Port: 4222},
 	}
 }
 
@@ -142,6 +148,8 @@ func ParseFlags(args []string) (Config, error) {
 	fs.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", cfg.NodeStatusUpdateFrequency, "node heartbeat period")
 	fs.StringVar(&cfg.HealthzBindAddress, "healthz-bind-address", cfg.HealthzBindAddress, "address of the /healthz and /metrics server")
 	fs.IntVar(&cfg.HealthzPort, "healthz-port", cfg.HealthzPort, "port of the /healthz and /metrics server (0 disables it)")
+	fs.IntVar(&cfg.MaxInteractiveSessions, "max-interactive-sessions", cfg.MaxInteractiveSessions, "interactive sessions (exec -it, attach, port-forward connections) open at once on this node")
+	fs.DurationVar(&cfg.StreamingConnectionIdleTimeout, "streaming-connection-idle-timeout", cfg.StreamingConnectionIdleTimeout, "an interactive session without input or output for this long is closed")
 	fs.StringVar(&cfg.NATS.URL, "nats-url", cfg.NATS.URL, "NATS server(s) to join, comma-separated; empty runs an embedded server")
 	fs.StringVar(&cfg.NATS.User, "nats-user", cfg.NATS.User, "NATS user")
 	fs.StringVar(&cfg.NATS.Password, "nats-password", cfg.NATS.Password, "NATS password (visible in ps: prefer --nats-password-file or ACTORLET_NATS_PASSWORD)")
@@ -222,6 +230,12 @@ func (c *Config) complete() error {
 	}
 	if c.ContainerLogMonitorInterval <= 0 {
 		errs = append(errs, fmt.Errorf("container-log-monitor-interval: must be positive, got %s", c.ContainerLogMonitorInterval))
+	}
+	if c.MaxInteractiveSessions <= 0 {
+		errs = append(errs, fmt.Errorf("max-interactive-sessions: must be positive, got %d", c.MaxInteractiveSessions))
+	}
+	if c.StreamingConnectionIdleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("streaming-connection-idle-timeout: must be positive, got %s", c.StreamingConnectionIdleTimeout))
 	}
 	if c.RelistPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("relist-period: must be positive, got %s", c.RelistPeriod))

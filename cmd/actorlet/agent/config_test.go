@@ -46,7 +46,8 @@ nats:
 			args: []string{"--node-name", "n1", "--root-dir", root, "--pod-manifest-path", "/etc/manifests",
 				"--container-runtime-endpoint", "unix:///run/containerd/containerd.sock", "--max-pods", "7",
 				"--node-labels", "zone=a, role=edge", "--node-ip", "10.0.0.5", "--sync-frequency", "30s",
-				"--node-status-update-frequency", "2s", "--healthz-port", "0", "--healthz-bind-address", "0.0.0.0"},
+				"--node-status-update-frequency", "2s", "--healthz-port", "0", "--healthz-bind-address", "0.0.0.0",
+				"--max-interactive-sessions", "4", "--streaming-connection-idle-timeout", "30m"},
 			check: func(t *testing.T, c Config) {
 				want := Config{NodeName: "n1", RootDir: root, PodManifestPath: "/etc/manifests",
 					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", MaxPods: 7, MaxParallelRuntimeCalls: 4,
@@ -56,6 +57,7 @@ nats:
 					RelistPeriod: time.Second, RuntimeRequestTimeout: 2 * time.Minute,
 					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
 					ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
+					MaxInteractiveSessions: 4, StreamingConnectionIdleTimeout: 30 * time.Minute,
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
 				if !reflect.DeepEqual(c, want) {
 					t.Errorf("config =\n%+v\nwant\n%+v", c, want)
@@ -79,6 +81,8 @@ nats:
 		{name: "bad container log size", args: []string{"--node-name", "n1", "--container-log-max-size", "lots"}, wantErr: []string{"container-log-max-size", `"lots"`}},
 		{name: "container log size zero", args: []string{"--node-name", "n1", "--container-log-max-size", "0"}, wantErr: []string{"container-log-max-size", "must be positive"}},
 		{name: "one container log file", args: []string{"--node-name", "n1", "--container-log-max-files", "1"}, wantErr: []string{"container-log-max-files", "at least 2"}},
+		{name: "bad session limit", args: []string{"--node-name", "n1", "--max-interactive-sessions", "-3"}, wantErr: []string{"max-interactive-sessions", "must be positive"}},
+		{name: "bad stream idle timeout", args: []string{"--node-name", "n1", "--streaming-connection-idle-timeout", "0s"}, wantErr: []string{"streaming-connection-idle-timeout", "must be positive"}},
 		{name: "bad duration flag", args: []string{"--sync-frequency", "often"}, wantErr: []string{"sync-frequency"}},
 		{name: "unknown flag", args: []string{"--pod-manifests", "/x"}, wantErr: []string{"pod-manifests"}},
 		{name: "stray argument", args: []string{"--node-name", "n1", "run"}, wantErr: []string{`unexpected argument "run"`}},

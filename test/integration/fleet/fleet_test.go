@@ -25,6 +25,7 @@ func TestFleet(t *testing.T) {
 		{"UnknownNode", testUnknownNode},
 		{"KeyDeletedDuringGracefulDeletion", testKeyDeletedDuringGracefulDeletion},
 		{"UIDChangedInPlace", testUIDChangedInPlace},
+		{"Interactive", testInteractive},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

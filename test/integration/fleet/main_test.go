@@ -20,6 +20,7 @@ var ctlBinary string
 // re-executed as one, keeps klog quiet unless -v, and builds actorletctl.
 func TestMain(m *testing.M) {
 	procruntime.MaybeRunShim()
+	maybeRunEchoServer()
 	flag.Parse()
 	testutil.QuietKlog("")
 	os.Exit(runTests(m))

@@ -40,6 +40,9 @@ type ActorNode struct {
 	Status     *actor.PID
 	Prober     *actor.PID
 	Runtime    ContainerRuntime
+	// Streaming runs exec -it, attach and port-forward; optional (nil:
+	// those verbs answer 501).
+	Streaming StreamingRuntime
 	// BackOffs returns a pod's container restart back-offs (container →
 	// until); optional.
 	BackOffs func(uid types.UID) map[string]time.Time

@@ -54,6 +54,8 @@ type ServiceOptions struct {
 	// then it sends an empty one, so a client that went away is noticed
 	// even when the container is silent.
 	FollowKeepAlive time.Duration
+	// Sessions bound interactive sessions (exec -it, attach, port-forward).
+	Sessions SessionOptions
 
 	// DenyExec and DenyLogs refuse those verbs at the node with 403, even
 	// to an operator the bus lets through (actorlet --allow-exec=false,
@@ -74,6 +76,8 @@ type Service struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	sessions *sessions
 }
 
 // StartService registers the node's micro service and its endpoints.
@@ -106,6 +110,11 @@ func StartService(nc *nats.Conn, node Node, opts ServiceOptions) (*Service, erro
 		return nil, fmt.Errorf("add micro service for node %q: %w", opts.NodeName, err)
 	}
 	s.svc = svc
+	if err := s.startSessions(); err != nil {
+		s.cancel()
+		_ = svc.Stop()
+		return nil, err
+	}
 	handlers := map[string]func(context.Context, micro.Request) (any, error){
 		wire.VerbPodsList:     s.listPods,
 		wire.VerbPodsGet:      s.getPod,
@@ -114,6 +123,10 @@ func StartService(nc *nats.Conn, node Node, opts ServiceOptions) (*Service, erro
 		wire.VerbExec:         s.exec,
 		wire.VerbRestart:      s.restart,
 		wire.VerbEvict:        s.evict,
+
+		wire.VerbStreamExec:        s.openSession(wire.VerbStreamExec),
+		wire.VerbStreamAttach:      s.openSession(wire.VerbStreamAttach),
+		wire.VerbStreamPortForward: s.openSession(wire.VerbStreamPortForward),
 	}
 	for _, verb := range wire.Verbs {
 		h := handlers[verb]
@@ -134,6 +147,7 @@ func (s *Service) Stop() error {
 	s.cancel()
 	err := s.svc.Stop()
 	s.wg.Wait()
+	s.sessions.stop()
 	if err != nil {
 		return fmt.Errorf("stop command service: %w", err)
 	}
@@ -188,7 +202,10 @@ func (s *Service) serve(verb string, h func(context.Context, micro.Request) (any
 // denied returns the 403 this node's policy answers verb with, or nil.
 func (s *Service) denied(verb string) error {
 	switch {
-	case verb == wire.VerbExec && s.opts.DenyExec:
+	case (verb == wire.VerbExec || verb == wire.VerbStreamExec || verb == wire.VerbStreamAttach || verb == wire.VerbStreamPortForward) && s.opts.DenyExec:
+		// Interactive sessions steer a container (or reach into its
+		// network) as exec does: the kubelet's debugging handlers switch
+		// covers them all.
 		return Forbidden(verb, "--allow-exec=false")
 	case verb == wire.VerbLogs && s.opts.DenyLogs:
 		return Forbidden(verb, "--allow-logs=false")
