@@ -12,6 +12,10 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 )
 
@@ -44,8 +48,14 @@ func benchDetect(ctx context.Context, e *env) error {
 			t.note("%s: not measured: %v", kind, err)
 			continue
 		}
-		for _, period := range []time.Duration{time.Second, 100 * time.Millisecond} {
-			if err := detectOnce(ctx, e, rt, period, idle, t); err != nil {
+		// With the runtime's event source (whatever the client finds:
+		// CRI GetContainerEvents or containerd's event service), then
+		// relisting only, at two periods, for the comparison.
+		for _, m := range []struct {
+			relistOnly bool
+			period     time.Duration
+		}{{false, time.Second}, {true, time.Second}, {true, 100 * time.Millisecond}} {
+			if err := detectOnce(ctx, e, rt, m.period, m.relistOnly, idle, t); err != nil {
 				rt.close()
 				return err
 			}
@@ -57,12 +67,13 @@ func benchDetect(ctx context.Context, e *env) error {
 	t.note("on bus: finishedAt → the first status in KV actorlet_status showing the death (state terminated or restartCount ≥ 1): detection plus the restart sync (the first restart follows at once), the status actor and NATS")
 	t.note("restarted: finishedAt → the first status with restartCount ≥ 1 and the container running; both include the harness's KV watch delivery")
 	t.note("CPU: %s of process CPU time (/proc/<pid>/stat utime+stime) per wall second, with %d `sleep 3600` pods running and nothing changing; agent = this process (agent and nats-server, and the process runtime when it is the runtime); runtime = the containerd process", e.fleetWindow(), idle)
-	t.note("the process runtime streams container events, so its PLEG relists only as a safety net and the relist period barely matters; containerd 1.6 has no event stream, so the PLEG relists at the period")
+	t.note("PLEG: the mode the agent ran in, read from its CRI client (cri.Client.EventSource) once its pods ran: \"events: CRI GetContainerEvents\" (the process runtime, containerd ≥ 1.7), \"events: containerd event service\" (containerd 1.6: task exit/start through containerd's own events API), \"relisting\"; in events mode the relist period is only the safety net")
+	t.note("relisting (forced): the harness hands the agent its CRI client with GetContainerEvents answering Unimplemented, so the PLEG relists at the period: the comparison without events on the same runtime")
 	e.report.emit(t)
 	return nil
 }
 
-func detectOnce(ctx context.Context, e *env, rt *realRuntime, period time.Duration, idle int, t *table) error {
+func detectOnce(ctx context.Context, e *env, rt *realRuntime, period time.Duration, relistOnly bool, idle int, t *table) error {
 	if err := rt.ensureImage(ctx); err != nil {
 		return err
 	}
@@ -71,9 +82,13 @@ func detectOnce(ctx context.Context, e *env, rt *realRuntime, period time.Durati
 	}
 	defer rt.cleanUntilGone()
 	kindTok := strings.Fields(rt.kind)[0]
-	node := fmt.Sprintf("bench-detect-%s-%d-%s", kindTok, period.Milliseconds(), e.run)
+	node := fmt.Sprintf("bench-detect-%s-%d-%t-%s", kindTok, period.Milliseconds(), relistOnly, e.run)
 	died := newDeathLog()
-	a, err := startAgent(ctx, agentOpts{name: node, dir: e.dir, natsURL: e.natsURL, runtime: rt.client, relist: period,
+	var runtime cri.Runtime = rt.client
+	if relistOnly {
+		runtime = noEvents{rt.client}
+	}
+	a, err := startAgent(ctx, agentOpts{name: node, dir: e.dir, natsURL: e.natsURL, runtime: runtime, relist: period,
 		middleware: []actor.ReceiverMiddleware{died.middleware}})
 	if err != nil {
 		return err
@@ -154,9 +169,9 @@ func detectOnce(ctx context.Context, e *env, rt *realRuntime, period time.Durati
 		detect = append(detect, p.died.Sub(fin))
 		restart = append(restart, p.restarted.Sub(fin))
 	}
-	mode := "relist"
-	if rt.events {
-		mode = "events"
+	mode := plegMode(rt.client.EventSource())
+	if relistOnly {
+		mode = "relisting (forced)"
 	}
 	t.add(rt.kind, mode, period.String(), inActor.percentile(50), inActor.max(), detect.percentile(50), detect.max(), restart.percentile(50), restart.max(), fmt.Sprintf("%.2f", agentPct), rtPct)
 
@@ -171,6 +186,28 @@ func detectOnce(ctx context.Context, e *env, rt *realRuntime, period time.Durati
 		})
 		return err == nil && len(cs) == 0
 	})
+}
+
+// plegMode names the agent's PLEG mode from its CRI client's event source.
+func plegMode(source string) string {
+	switch source {
+	case "cri":
+		return "events: CRI GetContainerEvents"
+	case "containerd":
+		return "events: containerd event service"
+	case "none":
+		return "relisting"
+	}
+	return "unknown (" + source + ")"
+}
+
+// noEvents is a runtime without container events: GetContainerEvents
+// answers Unimplemented, as containerd 1.6 does over CRI without its event
+// service, so the agent's PLEG relists.
+type noEvents struct{ cri.Runtime }
+
+func (noEvents) GetContainerEvents(context.Context, chan *runtimeapi.ContainerEventResponse, func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+	return status.Error(codes.Unimplemented, "container events disabled by the benchmark (relisting only)")
 }
 
 // firstFinishedAt is when the first instance (attempt 0) of a pod's

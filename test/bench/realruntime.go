@@ -23,7 +23,6 @@ type realRuntime struct {
 	client *cri.Client
 	image  string
 	pid    string // the runtime's process, for CPU figures ("self" when in process)
-	events bool   // streams container events (else the PLEG relists)
 	close  func()
 }
 
@@ -76,7 +75,7 @@ func openProcess(ctx context.Context, dir string) (*realRuntime, error) {
 		return nil, fmt.Errorf("connect to the process runtime: %w", err)
 	}
 	return &realRuntime{
-		kind: "process runtime (in process)", client: c, image: "bench/sleep:1", pid: "self", events: true,
+		kind: "process runtime (in process)", client: c, image: "bench/sleep:1", pid: "self",
 		close: func() { c.Close(); rt.Destroy(); os.RemoveAll(sockDir) },
 	}, nil
 }
