@@ -8,7 +8,8 @@
 // Sections (-only, comma-separated):
 //
 //	start   pod start latency on a real runtime vs raw CRI calls
-//	detect  container death → detection and restart; relisting CPU cost
+//	detect  container death → detection and restart per PLEG mode; relisting CPU cost
+//	restart crash-loop restart gaps vs the back-off; liveness kill → restart
 //	scale   one node with 1k…50k pods on an in-memory CRI runtime
 //	fleet   K agents sharing one NATS server, one fleet-wide apply
 //	idle    the actorlet binary's CPU and RSS with 0 and 100 pods
@@ -52,7 +53,7 @@ type env struct {
 	scalePoints []scalePoint // for the plot
 }
 
-var sections = []string{"start", "detect", "scale", "fleet", "idle"}
+var sections = []string{"start", "detect", "restart", "scale", "fleet", "idle"}
 
 func main() {
 	procruntime.MaybeRunShim() // containers of the process runtime run under this binary
@@ -64,7 +65,7 @@ func run() int {
 		only       = flag.String("only", strings.Join(sections, ","), "sections to run, comma-separated: "+strings.Join(sections, ","))
 		quick      = flag.Bool("quick", false, "small sizes and short windows (a smoke run of every section in a few minutes)")
 		out        = flag.String("out", "", "directory to write benchmarks.md and the plots into (e.g. docs/)")
-		rtFlag     = flag.String("runtime", "auto", "real runtime for start/detect: auto (containerd if its socket answers, else the process runtime), containerd, process")
+		rtFlag     = flag.String("runtime", "auto", "real runtime for start/detect/restart: auto (containerd if its socket answers, else the process runtime), containerd, process")
 		startSizes = flag.String("start-sizes", "10,30,100", "pod counts of the start section")
 		scaleSizes = flag.String("scale-sizes", "1000,10000,50000", "pod counts of the scale section")
 		fleetSizes = flag.String("fleet-sizes", "10,100,500", "agent counts of the fleet section")
@@ -150,11 +151,12 @@ func run() int {
 }
 
 var sectionFuncs = map[string]func(context.Context, *env) error{
-	"start":  benchStart,
-	"detect": benchDetect,
-	"scale":  benchScale,
-	"fleet":  benchFleet,
-	"idle":   benchIdle,
+	"start":   benchStart,
+	"detect":  benchDetect,
+	"restart": benchRestart,
+	"scale":   benchScale,
+	"fleet":   benchFleet,
+	"idle":    benchIdle,
 }
 
 func (e *env) setUp(ctx context.Context) error {
