@@ -154,7 +154,7 @@ func benchRestart(ctx context.Context, e *env) error {
 				dev = -dev
 			}
 			worst = max(worst, dev)
-			cells = append(cells, fmt.Sprintf("%.2f (%+.2f)", g.Seconds(), (g - expectedGap(n+1)).Seconds()))
+			cells = append(cells, fmt.Sprintf("%.2f (%+.2f)", g.Seconds(), (g-expectedGap(n+1)).Seconds()))
 		}
 		t.add(append(cells, fmt.Sprintf("%.2f", worst.Seconds()))...)
 	}
@@ -260,8 +260,8 @@ func benchLiveness(ctx context.Context, e *env) error {
 			t.add(r...)
 		}
 	}
-	t.note("one pod running `sh -c 'touch DIR/ok; exec sleep 3600'` with DIR a hostPath volume mounted at the same path, and an exec liveness probe `sh -c 'test -f DIR/ok'` (periodSeconds 1, failureThreshold 1, no initial delay); restartPolicy Always; each runtime with its own agent, both at the same time")
-	t.note("failing: the instant the harness removes DIR/ok (2 s after the container started, so the probe has passed); to kill: failing → the killed container's finishedAt (CRI ContainerStatus): the next probe (≤ 1 s) plus the kill (grace period 1 s for a container that ignores SIGTERM: sleep as PID 1 does)")
+	t.note("one pod running `sh -c \"trap 'exit 0' TERM; touch DIR/ok; sleep 3600 & wait\"` (it exits at SIGTERM, so the grace period does not count) with DIR a hostPath volume mounted at the same path, and an exec liveness probe `sh -c 'test -f DIR/ok'` (periodSeconds 1, failureThreshold 1, no initial delay); restartPolicy Always; each runtime with its own agent, both at the same time")
+	t.note("failing: the instant the harness removes DIR/ok (2 s after the container started, so the probe has passed); to kill: failing → the killed container's finishedAt (CRI ContainerStatus): the next probe (≤ 1 s) plus the probe's exec and the kill (StopContainer)")
 	t.note("kill → restarted: finishedAt → the next instance's startedAt; the restarted container recreates DIR/ok, then the harness fails it again: kill 2 is not held back by CrashLoopBackOff (the kubelet restarts a probe-killed container in the same pass)")
 	e.report.emit(t)
 	return nil
@@ -288,7 +288,7 @@ func livenessOnce(ctx context.Context, e *env, kind string) ([][]any, error) {
 	}
 	defer a.Stop()
 	ok := filepath.Join(dir, "ok")
-	p := podSpec{image: rt.image, command: []string{"sh", "-c", "touch " + ok + "; exec sleep 3600"}, run: e.run}.pod("liveness")
+	p := podSpec{image: rt.image, command: []string{"sh", "-c", "trap 'exit 0' TERM; touch " + ok + "; sleep 3600 & wait"}, run: e.run}.pod("liveness")
 	p.Spec.RestartPolicy = v1.RestartPolicyAlways
 	hostDir := v1.HostPathDirectory
 	p.Spec.Volumes = []v1.Volume{{Name: "probe", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: dir, Type: &hostDir}}}}
