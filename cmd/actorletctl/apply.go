@@ -253,7 +253,7 @@ func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, 
 		}
 		verb = "configured"
 	case !errors.Is(err, jetstream.ErrKeyNotFound):
-		return applied{}, "", fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err)
+		return applied{}, "", unavailable(fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err), false)
 	}
 	if pod.UID == "" {
 		pod.UID = uuid.NewUUID()
@@ -269,7 +269,7 @@ func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, 
 		return applied{pod: pod, node: node}, "unchanged", nil
 	}
 	if _, err := kv.Put(qctx, key, data); err != nil {
-		return applied{}, "", fmt.Errorf("write %s key %q: %w", wire.DesiredBucket, key, err)
+		return applied{}, "", unavailable(fmt.Errorf("write %s key %q: %w", wire.DesiredBucket, key, err), true)
 	}
 	return applied{pod: pod, node: node}, verb, nil
 }

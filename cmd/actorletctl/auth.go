@@ -121,7 +121,7 @@ func (c *cli) nodeAdd(ctx context.Context, a *busauth.Authority, name, out strin
 	tctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
 	if err := busauth.EnsureNodeConsumers(tctx, cn.js, name); err != nil {
-		return fmt.Errorf("create the consumers of node %q (are the buckets there? start a node or see docs/security.md): %w", name, err)
+		return fmt.Errorf("create the consumers of node %q (are the buckets there? actorletctl bootstrap creates them, see docs/security.md): %w", name, err)
 	}
 	creds, err := a.IssueNode(name)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"os"
 	"time"
 
@@ -137,9 +138,24 @@ func (c *cli) bucket(ctx context.Context, name string) (jetstream.KeyValue, erro
 		return nil, fmt.Errorf("bucket %s does not exist: is any actorlet node running on this bus?", name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", name, err)
+		return nil, unavailable(fmt.Errorf("open bucket %s: %w", name, err), false)
 	}
 	return kv, nil
+}
+
+// unavailable explains an error JetStream gives while a cluster has lost
+// its quorum or elects a leader. A write that timed out may still have
+// been stored, so the operator is told to check rather than assume.
+func unavailable(err error, write bool) error {
+	if !bus.IsTransient(err) {
+		return err
+	}
+	hint := "the bus did not answer: the NATS cluster may have lost quorum or be electing a leader; retry when it is back"
+	if write {
+		hint = "the write was not acknowledged: the NATS cluster may have lost quorum or be electing a leader; " +
+			"it may or may not be stored — check with get, or apply again when the cluster is back"
+	}
+	return fmt.Errorf("%w (%s)", err, hint)
 }
 
 // entries returns the current entries of kv matching filter (deletes

@@ -66,6 +66,7 @@ func init() {
 			"init [--auth-dir DIR]", (*cli).auth},
 		"node": {"Provision a node's credentials and consumers, or revoke them live",
 			"add NAME [--auth-dir DIR] [--out FILE]\n       actorletctl node revoke NAME [--auth-dir DIR] [--sys-creds FILE]", (*cli).node},
+		"bootstrap": {"Create the bus buckets and stream once per fleet, with replicas and placement", "[--replicas N] [--placement-cluster C] [--placement-tags t1,t2] [--edge-nodes n1,n2]", (*cli).bootstrap},
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/test/memcri"
 )
 
 // fleetPodsPerNode is P, the fleet pods every node runs.
@@ -41,7 +42,7 @@ func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 	heap0 := liveHeap()
 	prefix := fmt.Sprintf("bench-fleet-%s-%d-", e.run, k) // node names, and so status keys, start with it
 	agents := make([]*agent.Agent, k)
-	runtimes := make([]*memRuntime, k)
+	runtimes := make([]*memcri.Runtime, k)
 	idx := make([]int, k)
 	for i := range idx {
 		idx[i] = i
@@ -49,7 +50,7 @@ func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 	t0 := time.Now()
 	defer func() { stopAll(agents) }()
 	err := parallel(ctx, 8, idx, func(ctx context.Context, i int) error {
-		runtimes[i] = newMemRuntime()
+		runtimes[i] = memcri.New()
 		a, err := startAgent(ctx, agentOpts{name: fmt.Sprintf("%s%d", prefix, i), dir: e.dir,
 			natsURL: e.natsURL, runtime: runtimes[i], labels: labels, heartbeat: 10 * time.Second})
 		agents[i] = a
@@ -113,7 +114,7 @@ func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 	}
 	return waitFor(ctx, 5*time.Minute, "fleet pods stopped", func() bool {
 		for _, r := range runtimes {
-			if _, running := r.counts(); running > 0 {
+			if _, running := r.Counts(); running > 0 {
 				return false
 			}
 		}

@@ -13,6 +13,7 @@
 //	scale   one node with 1k…50k pods on an in-memory CRI runtime
 //	fleet   K agents sharing one NATS server, one fleet-wide apply
 //	idle    the actorlet binary's CPU and RSS with 0 and 100 pods
+//	cluster K agents × P pods on 1 server vs a 3-server cluster (R3), and a server killed mid-apply
 package main
 
 import (
@@ -46,6 +47,7 @@ type env struct {
 
 	startSizes, scaleSizes, fleetSizes []int
 	idlePods                           int
+	clusterAgents, clusterPods         int
 	window                             time.Duration // CPU measurement window
 	logPath                            string
 	machine                            string
@@ -53,7 +55,7 @@ type env struct {
 	scalePoints []scalePoint // for the plot
 }
 
-var sections = []string{"start", "detect", "restart", "scale", "fleet", "idle"}
+var sections = []string{"start", "detect", "restart", "scale", "fleet", "idle", "cluster"}
 
 func main() {
 	procruntime.MaybeRunShim() // containers of the process runtime run under this binary
@@ -69,11 +71,18 @@ func run() int {
 		startSizes = flag.String("start-sizes", "10,30,100", "pod counts of the start section")
 		scaleSizes = flag.String("scale-sizes", "1000,10000,50000", "pod counts of the scale section")
 		fleetSizes = flag.String("fleet-sizes", "10,100,500", "agent counts of the fleet section")
+		clAgents   = flag.Int("cluster-agents", 500, "agents of the cluster section")
+		clPods     = flag.Int("cluster-pods", 100, "fleet pods per agent of the cluster section")
 		window     = flag.Duration("window", 60*time.Second, "CPU/RSS measurement window of the idle section (detect uses a sixth of it)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	)
 	flag.Parse()
+	if *clAgents <= 0 || *clPods <= 0 {
+		fmt.Fprintf(os.Stderr, "-cluster-agents and -cluster-pods must be positive\n")
+		return 2
+	}
 	e := &env{runtime: *rtFlag, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
+		clusterAgents: *clAgents, clusterPods: *clPods,
 		run: strconv.FormatInt(time.Now().Unix(), 36)}
 	var err error
 	for _, s := range []struct {
@@ -89,6 +98,7 @@ func run() int {
 	if e.quick {
 		e.startSizes, e.scaleSizes, e.fleetSizes = []int{5, 10}, []int{500, 2000}, []int{5, 20}
 		e.idlePods, e.window = 20, 15*time.Second
+		e.clusterAgents, e.clusterPods = 10, 10
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
@@ -157,6 +167,7 @@ var sectionFuncs = map[string]func(context.Context, *env) error{
 	"scale":   benchScale,
 	"fleet":   benchFleet,
 	"idle":    benchIdle,
+	"cluster": benchCluster,
 }
 
 func (e *env) setUp(ctx context.Context) error {

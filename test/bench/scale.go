@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/actorlet/actorlet/cri/kuberuntime"
+	"github.com/actorlet/actorlet/test/memcri"
 )
 
 // scalePoint is one size of the scale section, kept for the plot.
@@ -41,7 +42,7 @@ func benchScale(ctx context.Context, e *env) error {
 		t.add(p.n, p.apply, p.allRunning, fmt.Sprintf("%.0f", p.rate), fmt.Sprintf("%.1f", p.bytesPerPod/1024),
 			p.housekeeping, p.relist, p.terminate, p.removed)
 	}
-	t.note("runtime: the harness's in-memory CRI runtime (test/bench/memruntime.go), not the upstream FakeRuntimeService, whose call log and full scans under one lock would dominate at 10,000+ pods; it has no event stream, so the PLEG relists every 1 s")
+	t.note("runtime: the harness's in-memory CRI runtime (test/memcri), not the upstream FakeRuntimeService, whose call log and full scans under one lock would dominate at 10,000+ pods; it has no event stream, so the PLEG relists every 1 s")
 	t.note("pods/s: N pods written at once to actorlet_desired, through sources/remote → mux → supervisor → pod actors → runtime → PLEG → status actor → actorlet_status, until the bus shows every pod Running")
 	t.note("heap/pod: live heap after GC with N pods Running minus before, over N; the whole process: agent, the in-process nats-server's state for the 2N KV entries, and the harness's watcher")
 	t.note("housekeeping: the runtime part of a pass (Manager.GetPods of running pods + GC) at N pods, median of 5; the in-actor part is a walk of the worker map")
@@ -53,7 +54,7 @@ func benchScale(ctx context.Context, e *env) error {
 
 func scaleOnce(ctx context.Context, e *env, n int) (scalePoint, error) {
 	p := scalePoint{n: n}
-	rt := newMemRuntime()
+	rt := memcri.New()
 	node := fmt.Sprintf("bench-scale-%d-%s", n, e.run)
 	a, err := startAgent(ctx, agentOpts{name: node, dir: e.dir, natsURL: e.natsURL, runtime: rt, maxPods: n + 10})
 	if err != nil {
@@ -102,7 +103,7 @@ func scaleOnce(ctx context.Context, e *env, n int) (scalePoint, error) {
 	if err := e.bus.purge(ctx, keysOf(values)); err != nil {
 		return p, err
 	}
-	err = waitFor(ctx, 15*time.Minute, "all containers stopped", func() bool { _, running := rt.counts(); return running == 0 })
+	err = waitFor(ctx, 15*time.Minute, "all containers stopped", func() bool { _, running := rt.Counts(); return running == 0 })
 	if err != nil {
 		return p, err
 	}
@@ -123,7 +124,7 @@ func liveHeap() uint64 {
 
 // housekeepingPass times what the supervisor's housekeeping pass asks of
 // the runtime at this size: the running pods of this node, then GC.
-func housekeepingPass(ctx context.Context, rt *memRuntime, node string) time.Duration {
+func housekeepingPass(ctx context.Context, rt *memcri.Runtime, node string) time.Duration {
 	m := kuberuntime.NewManager(rt, kuberuntime.Options{NodeName: node})
 	var d durations
 	for range 5 {

@@ -200,6 +200,7 @@ func (a *Agent) startBus(ctx context.Context) error {
 		TLSCA: n.TLSCA, TLSCert: n.TLSCert, TLSKey: n.TLSKey,
 		EmbeddedHost: n.Host, EmbeddedPort: n.Port,
 		EmbeddedTLSCert: n.EmbeddedTLSCert, EmbeddedTLSKey: n.EmbeddedTLSKey,
+		LeafURL: n.LeafURL, LeafCreds: n.LeafCreds, HubDomain: n.HubDomain, EdgeNode: a.cfg.NodeName,
 		StoreDir: filepath.Join(a.cfg.RootDir, "nats"),
 		Name:     "actorlet-" + a.cfg.NodeName,
 	}

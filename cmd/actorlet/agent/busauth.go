@@ -78,7 +78,7 @@ func (a *Agent) connectBus(ctx context.Context, opts bus.Options) error {
 	a.onShutdown(conn.Close)
 	ensureCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := conn.EnsureProtocol(ensureCtx); err != nil {
+	if err := conn.EnsureProtocolWith(ensureCtx, a.cfg.NATS.Protocol()); err != nil {
 		return fmt.Errorf("create the bus buckets and streams: %w", err)
 	}
 	if err := busauth.EnsureNodeConsumers(ensureCtx, conn.JS, node); err != nil {

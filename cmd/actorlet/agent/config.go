@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/messages/podrules"
@@ -93,6 +94,24 @@ type NATSConfig struct {
 	// certificate (--nats-tls-cert/--nats-tls-key without --nats-url).
 	EmbeddedTLSCert string `json:"-"`
 	EmbeddedTLSKey  string `json:"-"`
+	// Replicas, PlacementCluster and PlacementTags are used only when this
+	// agent is the first to create the bus buckets and stream; existing
+	// ones keep the operator's settings (see actorletctl bootstrap).
+	Replicas int `json:"replicas"`
+	// LeafURL makes the embedded server a leaf node of the fleet's
+	// cluster (an edge node that keeps working while cut off); LeafCreds
+	// authenticates the uplink; HubDomain is the cluster's JetStream
+	// domain (default "hub").
+	LeafURL          string   `json:"leafURL"`
+	LeafCreds        string   `json:"leafCreds"`
+	HubDomain        string   `json:"hubDomain"`
+	PlacementCluster string   `json:"placementCluster"`
+	PlacementTags    []string `json:"placementTags"`
+}
+
+// Protocol is the replica and placement choice for the bus buckets.
+func (n NATSConfig) Protocol() bus.ProtocolSettings {
+	return bus.ProtocolSettings{Replicas: n.Replicas, Cluster: n.PlacementCluster, Tags: n.PlacementTags}
 }
 
 func DefaultConfig() Config {
@@ -161,6 +180,12 @@ func ParseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.NATS.Host, "nats-host", cfg.NATS.Host, "address the embedded NATS server listens on")
 	fs.IntVar(&cfg.NATS.Port, "nats-port", cfg.NATS.Port, "client port of the embedded NATS server (-1: random)")
 	registerSecurityFlags(fs, &cfg)
+	fs.StringVar(&cfg.NATS.LeafURL, "nats-leaf-url", cfg.NATS.LeafURL, "run the embedded NATS server as a leaf node of the fleet's cluster at these URLs (nats-leaf://hub:7422,...): an edge node that keeps working while the uplink is down")
+	fs.StringVar(&cfg.NATS.LeafCreds, "nats-leaf-creds", cfg.NATS.LeafCreds, ".creds file of the leaf node's uplink")
+	fs.StringVar(&cfg.NATS.HubDomain, "nats-hub-domain", cfg.NATS.HubDomain, "JetStream domain of the fleet's cluster, for --nats-leaf-url (default hub)")
+	fs.IntVar(&cfg.NATS.Replicas, "nats-replicas", cfg.NATS.Replicas, "replicas of the bus buckets and stream when this agent creates them (1..5; existing ones are left as they are)")
+	fs.StringVar(&cfg.NATS.PlacementCluster, "nats-placement-cluster", cfg.NATS.PlacementCluster, "NATS cluster to place the bus buckets and stream on when this agent creates them")
+	tags := fs.String("nats-placement-tags", "", "server tags, t1,t2, the bus buckets and stream are placed by when this agent creates them")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	fs.Var(klogFlags.Lookup("v").Value, "v", "log verbosity (klog)")
@@ -194,6 +219,14 @@ func ParseFlags(args []string) (Config, error) {
 			return cfg, fmt.Errorf("--node-labels: %w", err)
 		}
 		cfg.NodeLabels = l
+	}
+	if *tags != "" {
+		cfg.NATS.PlacementTags = nil
+		for _, t := range strings.Split(*tags, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				cfg.NATS.PlacementTags = append(cfg.NATS.PlacementTags, t)
+			}
+		}
 	}
 	if err := cfg.resolveSecrets(os.Getenv); err != nil {
 		return cfg, err
@@ -245,6 +278,9 @@ func (c *Config) complete() error {
 	}
 	if c.NodeStatusUpdateFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("node-status-update-frequency: must be positive, got %s", c.NodeStatusUpdateFrequency))
+	}
+	if err := c.NATS.Protocol().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("nats-replicas/nats-placement-*: %w", err))
 	}
 	return errors.Join(errs...)
 }

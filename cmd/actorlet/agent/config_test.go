@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -73,6 +75,17 @@ nats:
 				}
 			},
 		},
+		{
+			name: "nats replicas and placement",
+			args: []string{"--node-name", "n1", "--root-dir", root, "--nats-replicas", "3", "--nats-placement-cluster", "east", "--nats-placement-tags", "ssd, zone:a"},
+			check: func(t *testing.T, c Config) {
+				want := bus.ProtocolSettings{Replicas: 3, Cluster: "east", Tags: []string{"ssd", "zone:a"}}
+				if got := c.NATS.Protocol(); !reflect.DeepEqual(got, want) {
+					t.Errorf("protocol settings = %+v, want %+v", got, want)
+				}
+			},
+		},
+		{name: "too many replicas", args: []string{"--node-name", "n1", "--nats-replicas", "7"}, wantErr: []string{"nats-replicas", "replicas 7", "1..5"}},
 		{name: "label without value", args: []string{"--node-name", "n1", "--node-labels", "zone=a,edge"}, wantErr: []string{"--node-labels", `"edge" is not key=value`}},
 		{name: "label without key", args: []string{"--node-name", "n1", "--node-labels", "=a"}, wantErr: []string{"--node-labels", `"=a"`}},
 		{name: "bad max pods", args: []string{"--node-name", "n1", "--max-pods", "0"}, wantErr: []string{"max-pods", "must be positive"}},

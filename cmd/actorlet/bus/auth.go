@@ -96,6 +96,8 @@ func (c *Conn) Redial(ctx context.Context, credsFile, inboxPrefix string) error 
 	o := c.opts
 	o.CredsFile, o.InboxPrefix = credsFile, inboxPrefix
 	o.User, o.Password, o.Token = "", "", ""
+	c.stopEdgeReconciler() // it uses c.JS
+	defer c.startEdgeReconciler()
 	old := c.NC
 	old.SetClosedHandler(nil)
 	if err := old.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {

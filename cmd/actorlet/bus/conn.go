@@ -26,10 +26,15 @@ type Conn struct {
 	NC *nats.Conn
 	JS jetstream.JetStream
 
-	srv    *server.Server // nil when connected to an external URL
-	url    string
-	opts   Options // with defaults; Redial reuses them
-	closed chan struct{}
+	srv  *server.Server // nil when connected to an external URL
+	url  string
+	opts Options // with defaults; Redial reuses them
+	// edgeNode and hubDomain are set when the embedded server is a leaf
+	// node of the fleet's cluster.
+	edgeNode, hubDomain string
+	reconcilerStop      chan struct{} // closed to stop the edge reconciler; nil without one
+	reconcilerDone      chan struct{} // closed when the edge reconciler ends
+	closed              chan struct{}
 
 	mu        sync.Mutex
 	listeners map[int]func()
@@ -50,6 +55,9 @@ func Connect(ctx context.Context, opts Options) (_ *Conn, err error) {
 			return nil, err
 		}
 		c.url = localClientURL(c.srv.ClientURL())
+		if o.LeafURL != "" {
+			c.edgeNode, c.hubDomain = o.EdgeNode, o.HubDomain
+		}
 		defer func() {
 			if err != nil {
 				c.srv.Shutdown()
@@ -69,7 +77,8 @@ func Connect(ctx context.Context, opts Options) (_ *Conn, err error) {
 		c.NC.Close()
 		return nil, fmt.Errorf("open JetStream context: %w", err)
 	}
-	klog.InfoS("Connected to NATS", "url", c.NC.ConnectedUrlRedacted(), "embedded", c.srv != nil)
+	klog.InfoS("Connected to NATS", "url", c.NC.ConnectedUrlRedacted(), "embedded", c.srv != nil, "edge", c.Edge())
+	c.startEdgeReconciler()
 	return c, nil
 }
 
@@ -153,6 +162,12 @@ func reconnectDelay(attempts int) time.Duration {
 // client URL, or the configured URL(s).
 func (c *Conn) ClientURL() string { return c.url }
 
+// Edge reports whether the embedded server is a leaf node of a hub.
+func (c *Conn) Edge() bool { return c.edgeNode != "" }
+
+// LeafConnected reports whether an edge node's uplink to the hub is up.
+func (c *Conn) LeafConnected() bool { return c.srv != nil && c.srv.NumLeafNodes() > 0 }
+
 // Embedded reports whether this process runs the server.
 func (c *Conn) Embedded() bool { return c.srv != nil }
 
@@ -169,6 +184,23 @@ func (c *Conn) OnReconnect(f func()) (cancel func()) {
 		defer c.mu.Unlock()
 		delete(c.listeners, id)
 	}
+}
+
+// streamLeaderElected is the subject of JetStream's advisory that a
+// stream (of this account) has a new leader.
+const streamLeaderElected = "$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."
+
+// OnStreamLeaderElected calls f (on a subscription goroutine) each time
+// JetStream announces a new leader for stream: a watcher whose consumer
+// lived on the old leader's server would otherwise only notice when its
+// idle heartbeats stop. A server that does not let this client read
+// advisories makes it fail; callers go on without it.
+func (c *Conn) OnStreamLeaderElected(stream string, f func()) (cancel func(), err error) {
+	sub, err := c.NC.Subscribe(streamLeaderElected+stream, func(*nats.Msg) { f() })
+	if err != nil {
+		return func() {}, fmt.Errorf("subscribe to leader elections of %s: %w", stream, err)
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
 }
 
 func (c *Conn) notifyReconnect() {
@@ -188,6 +220,7 @@ func (c *Conn) notifyReconnect() {
 // to call more than once.
 func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
+		c.stopEdgeReconciler()
 		if err := c.NC.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			klog.ErrorS(err, "Draining the NATS connection failed, closing")
 			c.NC.Close()

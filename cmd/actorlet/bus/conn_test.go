@@ -125,6 +125,11 @@ func TestOptionsValidation(t *testing.T) {
 		{"client cert on embedded", bus.Options{StoreDir: "/x", User: "u", TLSCert: "c", TLSKey: "k"}, "applies to an external server"},
 		{"embedded without auth", bus.Options{StoreDir: "/x"}, "requires authentication"},
 		{"embedded cert without key", bus.Options{StoreDir: "/x", User: "u", EmbeddedTLSCert: "c"}, "embeddedTLSCert and embeddedTLSKey"},
+		{"leaf with url", bus.Options{URL: "nats://x", LeafURL: "nats-leaf://hub:7422"}, "leafURL applies to the embedded server"},
+		{"leaf without node", bus.Options{StoreDir: "/x", User: "u", LeafURL: "nats-leaf://hub:7422"}, "edgeNode is required"},
+		{"leaf url garbage", bus.Options{StoreDir: "/x", User: "u", EdgeNode: "n1", LeafURL: "::not a url"}, "leafURL"},
+		{"leaf url empty list", bus.Options{StoreDir: "/x", User: "u", EdgeNode: "n1", LeafURL: " , "}, "no URL given"},
+		{"hub domain with a dot", bus.Options{StoreDir: "/x", User: "u", EdgeNode: "n1", LeafURL: "nats-leaf://hub:7422", HubDomain: "a.b"}, "hubDomain"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,9 @@ import (
 // (JetStream recovers its store before it accepts clients).
 const embeddedReadyTimeout = 30 * time.Second
 
+// leafReconnect is how often an edge node's server retries its uplink.
+const leafReconnect = time.Second
+
 // startEmbedded runs a single nats-server in this process: JetStream on,
 // client port on the given host only, no cluster, no HTTP monitoring.
 func startEmbedded(o Options) (*server.Server, error) {
@@ -24,6 +27,20 @@ func startEmbedded(o Options) (*server.Server, error) {
 	}
 	if err := applyEmbeddedAuth(sopts, o); err != nil {
 		return nil, err
+	}
+	if o.LeafURL != "" {
+		urls, err := parseLeafURLs(o.LeafURL)
+		if err != nil {
+			return nil, err
+		}
+		sopts.JetStreamDomain = EdgeDomain(o.EdgeNode)
+		sopts.LeafNode.ReconnectInterval = leafReconnect
+		sopts.LeafNode.Remotes = []*server.RemoteLeafOpts{{
+			URLs:        urls,
+			Credentials: o.LeafCreds,
+			DenyImports: leafDenied,
+			DenyExports: leafDenied,
+		}}
 	}
 	s, err := server.NewServer(sopts)
 	if err != nil {

@@ -3,6 +3,7 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -61,6 +62,17 @@ type Options struct {
 	// the agent's root dir. Required when URL is empty.
 	StoreDir string
 
+	// LeafURL, with the embedded server, makes it a leaf node of the
+	// fleet's cluster ("nats-leaf://hub-1:7422,nats-leaf://hub-2:7422"):
+	// an edge node (see leaf.go). LeafCreds authenticates the uplink.
+	LeafURL, LeafCreds string
+	// EdgeNode is the node's name, required with LeafURL: its JetStream
+	// domain is EdgeDomain(EdgeNode) and its desired bucket sources only
+	// its own keys from the hub.
+	EdgeNode string
+	// HubDomain is the fleet cluster's JetStream domain (default "hub").
+	HubDomain string
+
 	// Name identifies this connection to the server (monitoring, logs).
 	Name string
 }
@@ -75,7 +87,24 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("bus options: %w", err)
 	}
 	if o.URL != "" {
+		if o.LeafURL != "" {
+			return o, errors.New("bus options: leafURL applies to the embedded server (leave url empty)")
+		}
 		return o, nil
+	}
+	if o.LeafURL != "" {
+		if o.EdgeNode == "" {
+			return o, errors.New("bus options: edgeNode is required with leafURL")
+		}
+		if _, err := parseLeafURLs(o.LeafURL); err != nil {
+			return o, fmt.Errorf("bus options: %w", err)
+		}
+		if o.HubDomain == "" {
+			o.HubDomain = DefaultHubDomain
+		}
+		if strings.ContainsAny(o.HubDomain, ". *>") || len(o.HubDomain) > 64 {
+			return o, fmt.Errorf("bus options: hubDomain %q: one token of at most 64 bytes", o.HubDomain)
+		}
 	}
 	if o.EmbeddedHost == "" {
 		o.EmbeddedHost = DefaultEmbeddedHost

@@ -1,4 +1,4 @@
-package main
+package memcri
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 )
 
-// Container and image verbs of memRuntime.
+// Container and image verbs of Runtime.
 
-func (r *memRuntime) CreateContainer(_ context.Context, sandboxID string, config *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, config *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	r.calls.Add(1)
 	if config.GetMetadata() == nil {
 		return "", status.Error(codes.InvalidArgument, "container config: metadata: required")
@@ -33,7 +33,7 @@ func (r *memRuntime) CreateContainer(_ context.Context, sandboxID string, config
 	return id, nil
 }
 
-func (r *memRuntime) StartContainer(_ context.Context, id string) error {
+func (r *Runtime) StartContainer(_ context.Context, id string) error {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -48,7 +48,7 @@ func (r *memRuntime) StartContainer(_ context.Context, id string) error {
 	return nil
 }
 
-func (r *memRuntime) StopContainer(_ context.Context, id string, _ int64) error {
+func (r *Runtime) StopContainer(_ context.Context, id string, _ int64) error {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -63,11 +63,11 @@ func (r *memRuntime) StopContainer(_ context.Context, id string, _ int64) error 
 }
 
 // exit marks c exited; r.mu is held.
-func (r *memRuntime) exit(c *memContainer, code int32, at int64) {
+func (r *Runtime) exit(c *memContainer, code int32, at int64) {
 	c.state, c.exitCode, c.finishedAt = runtimeapi.ContainerState_CONTAINER_EXITED, code, at
 }
 
-func (r *memRuntime) RemoveContainer(_ context.Context, id string) error {
+func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -82,7 +82,7 @@ func (r *memRuntime) RemoveContainer(_ context.Context, id string) error {
 	return nil
 }
 
-func (r *memRuntime) ListContainers(_ context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+func (r *Runtime) ListContainers(_ context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	r.calls.Add(1)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -109,7 +109,7 @@ func (r *memRuntime) ListContainers(_ context.Context, f *runtimeapi.ContainerFi
 	return out, nil
 }
 
-func (r *memRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+func (r *Runtime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
 	r.calls.Add(1)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -129,23 +129,23 @@ func (r *memRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*run
 	return &runtimeapi.ContainerStatusResponse{Status: st}, nil
 }
 
-func (r *memRuntime) ExecSync(_ context.Context, id string, _ []string, _ time.Duration) ([]byte, []byte, error) {
+func (r *Runtime) ExecSync(_ context.Context, id string, _ []string, _ time.Duration) ([]byte, []byte, error) {
 	r.calls.Add(1)
 	return nil, nil, nil
 }
 
-func (r *memRuntime) PullImage(_ context.Context, image *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+func (r *Runtime) PullImage(_ context.Context, image *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
 	return image.GetImage(), nil
 }
 
-func (r *memRuntime) ImageStatus(_ context.Context, image *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
+func (r *Runtime) ImageStatus(_ context.Context, image *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
 	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: image.GetImage(), RepoTags: []string{image.GetImage()}, Size: 1 << 20}}, nil
 }
 
-func (r *memRuntime) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+func (r *Runtime) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
 	return nil, nil
 }
 
-func (r *memRuntime) RemoveImage(context.Context, *runtimeapi.ImageSpec) error { return nil }
+func (r *Runtime) RemoveImage(context.Context, *runtimeapi.ImageSpec) error { return nil }
 
-var _ cri.ImageService = &memRuntime{}
+var _ cri.ImageService = &Runtime{}

@@ -1,4 +1,6 @@
-package main
+// Package memcri is an in-memory CRI runtime for control-plane tests and
+// benchmarks: many agents in one process, no processes run.
+package memcri
 
 import (
 	"context"
@@ -15,7 +17,7 @@ import (
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 )
 
-// memRuntime is an in-memory CRI runtime for the control-plane benchmarks:
+// Runtime is an in-memory CRI runtime for the control-plane benchmarks:
 // sandboxes and containers are records, "running" is a state field, nothing
 // is executed. It exists because the upstream FakeRuntimeService records
 // every call in an ever-growing slice and answers label-filtered lists by
@@ -23,7 +25,7 @@ import (
 // fake, not the agent. Here lists filtered by pod UID (what GetPodStatus
 // asks) are answered from an index. It has no event stream (Unimplemented),
 // so the PLEG relists, as on containerd 1.6.
-type memRuntime struct {
+type Runtime struct {
 	mu         sync.RWMutex
 	seq        atomic.Uint64
 	sandboxes  map[string]*memSandbox
@@ -58,23 +60,23 @@ type memContainer struct {
 	exitCode   int32
 }
 
-var _ cri.Runtime = &memRuntime{}
+var _ cri.Runtime = &Runtime{}
 
-func newMemRuntime() *memRuntime {
-	return &memRuntime{
+func New() *Runtime {
+	return &Runtime{
 		sandboxes:  map[string]*memSandbox{},
 		containers: map[string]*memContainer{},
 		byPod:      map[string]*memPodIndex{},
 	}
 }
 
-func (r *memRuntime) id(prefix string) string { return fmt.Sprintf("%s%012d", prefix, r.seq.Add(1)) }
+func (r *Runtime) id(prefix string) string { return fmt.Sprintf("%s%012d", prefix, r.seq.Add(1)) }
 
 func notFound(kind, id string) error {
 	return status.Errorf(codes.NotFound, "%s %q not found", kind, id)
 }
 
-func (r *memRuntime) index(uid string) *memPodIndex {
+func (r *Runtime) index(uid string) *memPodIndex {
 	ix := r.byPod[uid]
 	if ix == nil {
 		ix = &memPodIndex{}
@@ -83,8 +85,8 @@ func (r *memRuntime) index(uid string) *memPodIndex {
 	return ix
 }
 
-// counts is the number of ready sandboxes and running containers.
-func (r *memRuntime) counts() (ready, running int) {
+// Counts is the number of ready sandboxes and running containers.
+func (r *Runtime) Counts() (ready, running int) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	for _, s := range r.sandboxes {
@@ -100,21 +102,21 @@ func (r *memRuntime) counts() (ready, running int) {
 	return ready, running
 }
 
-func (r *memRuntime) Version(context.Context, string) (*runtimeapi.VersionResponse, error) {
+func (r *Runtime) Version(context.Context, string) (*runtimeapi.VersionResponse, error) {
 	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "bench-memory", RuntimeVersion: "0.1.0", RuntimeApiVersion: "v1"}, nil
 }
 
-func (r *memRuntime) Status(context.Context, bool) (*runtimeapi.StatusResponse, error) {
+func (r *Runtime) Status(context.Context, bool) (*runtimeapi.StatusResponse, error) {
 	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true}, {Type: runtimeapi.NetworkReady, Status: true},
 	}}}, nil
 }
 
-func (r *memRuntime) GetContainerEvents(context.Context, chan *runtimeapi.ContainerEventResponse, func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
+func (r *Runtime) GetContainerEvents(context.Context, chan *runtimeapi.ContainerEventResponse, func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
 	return status.Error(codes.Unimplemented, "the benchmark's memory runtime has no event stream")
 }
 
-func (r *memRuntime) RunPodSandbox(_ context.Context, config *runtimeapi.PodSandboxConfig, _ string) (string, error) {
+func (r *Runtime) RunPodSandbox(_ context.Context, config *runtimeapi.PodSandboxConfig, _ string) (string, error) {
 	r.calls.Add(1)
 	if config.GetMetadata() == nil {
 		return "", status.Error(codes.InvalidArgument, "sandbox config: metadata: required")
@@ -129,7 +131,7 @@ func (r *memRuntime) RunPodSandbox(_ context.Context, config *runtimeapi.PodSand
 	return id, nil
 }
 
-func (r *memRuntime) StopPodSandbox(_ context.Context, id string) error {
+func (r *Runtime) StopPodSandbox(_ context.Context, id string) error {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -151,7 +153,7 @@ func (r *memRuntime) StopPodSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (r *memRuntime) RemovePodSandbox(_ context.Context, id string) error {
+func (r *Runtime) RemovePodSandbox(_ context.Context, id string) error {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -176,7 +178,7 @@ func (r *memRuntime) RemovePodSandbox(_ context.Context, id string) error {
 	return nil
 }
 
-func (r *memRuntime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+func (r *Runtime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {
 	r.calls.Add(1)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -190,7 +192,7 @@ func (r *memRuntime) PodSandboxStatus(_ context.Context, id string, _ bool) (*ru
 	}}, nil
 }
 
-func (r *memRuntime) ListPodSandbox(_ context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+func (r *Runtime) ListPodSandbox(_ context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	r.calls.Add(1)
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -1,10 +1,12 @@
-package main
+package memcri
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
@@ -21,7 +23,7 @@ func sandboxConfig(uid string) *runtimeapi.PodSandboxConfig {
 
 func TestMemRuntimeLifecycle(t *testing.T) {
 	ctx := context.Background()
-	r := newMemRuntime()
+	r := New()
 	sc := sandboxConfig("u1")
 	sb, err := r.RunPodSandbox(ctx, sc, "")
 	if err != nil {
@@ -39,7 +41,7 @@ func TestMemRuntimeLifecycle(t *testing.T) {
 	if err := r.StartContainer(ctx, id); err == nil {
 		t.Error("starting a running container: want an error")
 	}
-	if ready, running := r.counts(); ready != 1 || running != 1 {
+	if ready, running := r.Counts(); ready != 1 || running != 1 {
 		t.Errorf("counts = %d ready, %d running; want 1, 1", ready, running)
 	}
 	st, err := r.ContainerStatus(ctx, id, false)
@@ -69,7 +71,7 @@ func TestMemRuntimeLifecycle(t *testing.T) {
 
 func TestMemRuntimeListFilters(t *testing.T) {
 	ctx := context.Background()
-	r := newMemRuntime()
+	r := New()
 	ids := map[string]string{}
 	for _, uid := range []string{"a", "b", "c"} {
 		sc := sandboxConfig(uid)
@@ -119,15 +121,23 @@ func TestMemRuntimeListFilters(t *testing.T) {
 }
 
 // The in-memory runtime is driven by the real runtime manager in the
-// benchmarks: a pod synced through it must come out running.
+// benchmarks and fleet tests: a pod synced through it must come out running.
 func TestMemRuntimeUnderManager(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r := newMemRuntime()
+	r := New()
 	m := kuberuntime.NewManager(r, kuberuntime.Options{NodeName: "n1", PodLogsDir: t.TempDir(), PodsDir: t.TempDir()})
-	pod := podSpec{image: "bench/sleep:1", command: []string{"sleep", "3600"}, run: "t"}.pod("p0")
-	pod.UID = "uid-p0"
-	pod.Spec.RestartPolicy = "Always"
+	grace := int64(1)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p0", Namespace: "bench", UID: "uid-p0"},
+		Spec: v1.PodSpec{
+			TerminationGracePeriodSeconds: &grace,
+			RestartPolicy:                 v1.RestartPolicyAlways,
+			Containers: []v1.Container{{
+				Name: "c", Image: "bench/sleep:1", Command: []string{"sleep", "3600"}, ImagePullPolicy: v1.PullIfNotPresent,
+			}},
+		},
+	}
 	pod.Spec.EnableServiceLinks = ptr.To(false)
 	status, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
@@ -136,7 +146,7 @@ func TestMemRuntimeUnderManager(t *testing.T) {
 	if res := m.SyncPod(ctx, pod, status, nil); res.Error() != nil {
 		t.Fatalf("SyncPod: %v", res.Error())
 	}
-	if _, running := r.counts(); running != 1 {
+	if _, running := r.Counts(); running != 1 {
 		t.Fatalf("running containers = %d, want 1", running)
 	}
 	pods, err := m.GetPods(ctx, false)

@@ -1,0 +1,65 @@
+package bus_test
+
+import (
+	"github.com/actorlet/actorlet/messages/wire"
+	"testing"
+
+	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+)
+
+// TestProtocolReplicasOnCluster: the first agent creates R3 buckets on a
+// 3-server cluster; a later agent asking for 1 replica changes nothing;
+// only an operator's Bootstrap moves replicas.
+func TestProtocolReplicasOnCluster(t *testing.T) {
+	cl := bustest.StartCluster(t, 3)
+	ctx := testContext(t)
+	first := cl.Connect(t, "first")
+	if err := first.EnsureProtocolWith(ctx, bus.ProtocolSettings{Replicas: 3}); err != nil {
+		t.Fatalf("EnsureProtocolWith(3): %v", err)
+	}
+	later := cl.Connect(t, "later")
+	if err := later.EnsureProtocol(ctx); err != nil {
+		t.Fatalf("EnsureProtocol on R3 buckets: %v", err)
+	}
+	replicas := func() map[string]int {
+		got := map[string]int{}
+		for _, b := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket} {
+			kv, err := later.JS.KeyValue(ctx, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := kv.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[b] = st.Config().Replicas
+		}
+		s, err := later.JS.Stream(ctx, wire.EventsStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[wire.EventsStream] = s.CachedInfo().Config.Replicas
+		return got
+	}
+	for name, r := range replicas() {
+		if r != 3 {
+			t.Errorf("%s has %d replicas after an R1 agent started, want the 3 it was created with", name, r)
+		}
+	}
+	// The operator lowers them deliberately.
+	res, err := bus.Bootstrap(ctx, later.JS, bus.ProtocolSettings{Replicas: 2})
+	if err != nil {
+		t.Fatalf("Bootstrap(2): %v", err)
+	}
+	for _, r := range res {
+		if r.Action != "updated" || r.Replicas != 2 {
+			t.Errorf("Bootstrap result %+v, want updated to 2 replicas", r)
+		}
+	}
+	for name, r := range replicas() {
+		if r != 2 {
+			t.Errorf("%s has %d replicas after Bootstrap(2)", name, r)
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/klog/v2"
+)
+
+// Edge nodes: an agent given a leaf URL runs its embedded nats-server as a
+// leaf node of the fleet's cluster (the hub), in a JetStream domain of its
+// own. The node's buckets live in its own domain, so local pods, status,
+// heartbeats, events and commands keep working while the uplink is down:
+//
+//   - actorlet_desired (edge) sources the hub's actorlet_desired, filtered to
+//     node.<node>.> and fleet.>, and also takes local writes (a local
+//     operator's apply). Central writes made while the uplink was down
+//     arrive, in the hub's order, when it comes back.
+//   - actorlet_status, actorlet_nodes and ACTORLET_EVENTS (edge) are plain
+//     local ones; the hub's buckets source them (Bootstrap with EdgeNodes),
+//     each filtered to the node's own keys, so what was written during the
+//     partition reaches the hub afterwards, in order.
+//
+// $KV.> is denied on the leaf connection both ways: a key is stored in one
+// domain only and its acknowledgement comes from that domain's stream.
+const (
+	// DefaultHubDomain is the JetStream domain of the fleet's cluster.
+	DefaultHubDomain = "hub"
+	// MaxEdgeNodes bounds the sources of one hub bucket (one per edge node).
+	MaxEdgeNodes     = 256
+	edgeDomainPrefix = "edge-"
+)
+
+// EdgeDomain is the JetStream domain of node's embedded leaf server.
+func EdgeDomain(node string) string { return edgeDomainPrefix + wire.EncodeName(node) }
+
+// leafDenied are the subjects a leaf connection neither imports nor exports.
+var leafDenied = []string{"$KV.>"}
+
+func parseLeafURLs(s string) ([]*url.URL, error) {
+	var out []*url.URL
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		u, err := url.Parse(p)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("leafURL %q: not a URL like nats-leaf://hub:7422", wire.RedactURLs(p))
+		}
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("leafURL: no URL given")
+	}
+	return out, nil
+}
+
+// edgeDesiredSource is the source of an edge node's desired bucket: the
+// hub's bucket, only this node's keys and the fleet's.
+func edgeDesiredSource(node, hubDomain string) *jetstream.StreamSource {
+	var tr []jetstream.SubjectTransformConfig
+	for _, f := range []string{wire.DesiredNodeWatch(node), wire.DesiredFleetWatch} {
+		subj := "$KV." + wire.DesiredBucket + "." + f
+		tr = append(tr, jetstream.SubjectTransformConfig{Source: subj, Destination: subj})
+	}
+	return &jetstream.StreamSource{Name: "KV_" + wire.DesiredBucket, Domain: hubDomain, SubjectTransforms: tr}
+}
+
+// hubEdgeSources are the sources, one per edge node, of a hub bucket (or
+// the events stream) named stream whose keys start with the node's token.
+func hubEdgeSources(stream, subjectPrefix string, nodes []string) []*jetstream.StreamSource {
+	var out []*jetstream.StreamSource
+	for _, n := range nodes {
+		subj := subjectPrefix + "." + wire.EncodeName(n)
+		tr := []jetstream.SubjectTransformConfig{{Source: subj + ".>", Destination: subj + ".>"}}
+		if stream == "KV_"+wire.NodesBucket {
+			tr = []jetstream.SubjectTransformConfig{{Source: subj, Destination: subj}}
+		}
+		out = append(out, &jetstream.StreamSource{Name: stream, Domain: EdgeDomain(n), SubjectTransforms: tr})
+	}
+	return out
+}
+
+// sameSources compares configured sources with those a server reports
+// (which carry External instead of Domain).
+func sameSources(have, want []*jetstream.StreamSource) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	key := func(s *jetstream.StreamSource) string {
+		prefix := ""
+		if s.Domain != "" {
+			prefix = "$JS." + s.Domain + ".API"
+		} else if s.External != nil {
+			prefix = s.External.APIPrefix
+		}
+		var tr []string
+		for _, t := range s.SubjectTransforms {
+			tr = append(tr, t.Source+">"+t.Destination)
+		}
+		return s.Name + "|" + prefix + "|" + s.FilterSubject + "|" + strings.Join(tr, ",")
+	}
+	hk := make([]string, len(have))
+	wk := make([]string, len(want))
+	for i := range have {
+		hk[i], wk[i] = key(have[i]), key(want[i])
+	}
+	slices.Sort(hk)
+	slices.Sort(wk)
+	return slices.Equal(hk, wk)
+}
+
+// ensureEdgeProtocol creates an edge node's buckets and stream in its own
+// domain. The embedded server is the agent's own, so the desired bucket is
+// brought to source the hub even if it existed (a node turned into an edge
+// node keeps its local keys).
+func (c *Conn) ensureEdgeProtocol(ctx context.Context) error {
+	js := c.JS
+	// nats-server retries a failed stream source with a back-off that grows
+	// by 10 s per failure: let the uplink come up first (briefly; an edge
+	// may well start cut off) so the hub source is set up at once.
+	wait := time.NewTimer(edgeUplinkWait)
+	defer wait.Stop()
+	for !c.LeafConnected() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wait.C:
+			klog.InfoS("Edge uplink not up yet; starting cut off", "hubDomain", c.hubDomain)
+		case <-time.After(50 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	for _, cfg := range ProtocolBuckets(ProtocolSettings{}) {
+		if err := retryTransient(ctx, func(ctx context.Context) error {
+			if cfg.Bucket == wire.DesiredBucket {
+				cfg.Sources = []*jetstream.StreamSource{edgeDesiredSource(c.edgeNode, c.hubDomain)}
+				return ensureEdgeDesired(ctx, js, cfg)
+			}
+			_, err := ensureBucket(ctx, js, cfg, false)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return retryTransient(ctx, func(ctx context.Context) error {
+		_, err := ensureStream(ctx, js, EventsStreamConfig(ProtocolSettings{}), false)
+		return err
+	})
+}
+
+func ensureEdgeDesired(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) error {
+	s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		if _, err := js.CreateKeyValue(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+			return fmt.Errorf("create edge bucket %q sourcing the hub's: %w", cfg.Bucket, err)
+		}
+		klog.InfoS("Created edge bus bucket sourcing the hub", "bucket", cfg.Bucket, "hubFilters", cfg.Sources[0].SubjectTransforms)
+		return nil
+	case err != nil:
+		return fmt.Errorf("look up edge bucket %q: %w", cfg.Bucket, err)
+	}
+	if sameSources(s.CachedInfo().Config.Sources, cfg.Sources) {
+		return nil
+	}
+	if _, err := js.UpdateKeyValue(ctx, cfg); err != nil {
+		return fmt.Errorf("make edge bucket %q source the hub's: %w", cfg.Bucket, err)
+	}
+	klog.InfoS("Edge bus bucket now sources the hub", "bucket", cfg.Bucket)
+	return nil
+}
+
+// Central desired state wins on an edge node. Central writes reach the
+// edge's desired bucket through its source, in the hub's order, after any
+// local write made while the uplink was down — so where both changed a key,
+// central's value is the latest. A key a local operator changed that
+// central did not touch is put back to the hub's value by the reconciler:
+// after every uplink (re)connect, once the source has caught up, and every
+// edgeReconcilePeriod while connected. Keys only the edge has (a local
+// operator's own pods) are left alone.
+const (
+	edgeReconcilePeriod  = 5 * time.Minute
+	edgeCheckPeriod      = time.Second
+	edgeUplinkWait       = 5 * time.Second
+	edgeReconcileTimeout = time.Minute // one pass
+	edgeReconcileLimit   = 10000       // keys compared per pass
+)
+
+// startEdgeReconciler starts the reconciler of an edge node's connection.
+// It uses c.JS: Redial stops it before replacing the connection and
+// starts it again afterwards.
+func (c *Conn) startEdgeReconciler() {
+	if !c.Edge() {
+		return
+	}
+	c.reconcilerStop, c.reconcilerDone = make(chan struct{}), make(chan struct{})
+	go c.runEdgeReconciler(c.reconcilerStop, c.reconcilerDone)
+}
+
+// stopEdgeReconciler stops the reconciler, if one runs, and waits for it.
+func (c *Conn) stopEdgeReconciler() {
+	if c.reconcilerDone == nil {
+		return
+	}
+	close(c.reconcilerStop)
+	<-c.reconcilerDone
+	c.reconcilerStop, c.reconcilerDone = nil, nil
+}
+
+// runEdgeReconciler runs until closing is closed.
+func (c *Conn) runEdgeReconciler(closing, done chan struct{}) {
+	defer close(done)
+	base, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case <-closing:
+			stop()
+		case <-base.Done():
+		}
+	}()
+	wasUp := false
+	var last time.Time
+	tick := time.NewTicker(edgeCheckPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-closing:
+			return
+		case <-tick.C:
+		}
+		up := c.LeafConnected()
+		due := up && (!wasUp || time.Since(last) >= edgeReconcilePeriod)
+		wasUp = up
+		if !due {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(base, edgeReconcileTimeout)
+		n, err := c.reconcileEdge(ctx)
+		cancel()
+		if err != nil {
+			klog.V(2).InfoS("Edge desired state not reconciled with the hub yet", "err", err)
+			wasUp = false // try again next tick
+			continue
+		}
+		last = time.Now()
+		if n > 0 {
+			klog.InfoS("Local changes to central desired pods replaced by the hub's", "keys", n)
+		}
+	}
+}
+
+// reconcileEdge puts the hub's value back on every central key whose edge
+// value differs, once the edge's source has caught up. It returns how many
+// keys it changed.
+func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
+	local, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
+	if err != nil {
+		return 0, err
+	}
+	st, err := c.JS.Stream(ctx, "KV_"+wire.DesiredBucket)
+	if err != nil {
+		return 0, err
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(info.Sources) == 0 || info.Sources[0].Lag > 0 || info.Sources[0].Active < 0 || info.Sources[0].Error != nil {
+		return 0, errors.New("the desired bucket's source from the hub has not caught up")
+	}
+	hubJS, err := jetstream.NewWithDomain(c.NC, c.hubDomain)
+	if err != nil {
+		return 0, err
+	}
+	hub, err := hubJS.KeyValue(ctx, wire.DesiredBucket)
+	if err != nil {
+		return 0, fmt.Errorf("open the hub's %s: %w", wire.DesiredBucket, err)
+	}
+	changed := 0
+	for _, filter := range []string{wire.DesiredNodeWatch(c.edgeNode), wire.DesiredFleetWatch} {
+		keys, err := hub.ListKeysFiltered(ctx, filter)
+		if err != nil {
+			return changed, fmt.Errorf("list the hub's %s %s: %w", wire.DesiredBucket, filter, err)
+		}
+		seen := 0
+		for k := range keys.Keys() {
+			if seen++; seen > edgeReconcileLimit {
+				_ = keys.Stop()
+				klog.InfoS("Edge reconcile stopped at its key limit", "filter", filter, "limit", edgeReconcileLimit)
+				break
+			}
+			// From the hub's leader: a replica catching up could hold an
+			// older value, which must not overwrite a newer one here.
+			want, err := LeaderGet(ctx, c.NC, c.hubDomain, wire.DesiredBucket, k)
+			if errors.Is(err, ErrKeyGone) {
+				continue // deleted meanwhile: the source brings the delete
+			}
+			if err != nil {
+				return changed, err
+			}
+			have, err := local.Get(ctx, k)
+			if err == nil && bytes.Equal(have.Value(), want.Value()) {
+				continue
+			}
+			var rev uint64
+			if err == nil {
+				rev = have.Revision()
+			} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return changed, err
+			}
+			// Conditioned on what was read: a central write the source
+			// delivers meanwhile is newer and must not be overwritten.
+			if rev == 0 {
+				_, err = local.Create(ctx, k, want.Value())
+			} else {
+				_, err = local.Update(ctx, k, want.Value(), rev)
+			}
+			if err == nil {
+				changed++
+			}
+		}
+	}
+	return changed, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"github.com/actorlet/actorlet/messages/wire"
+	"strings"
+	"testing"
+
+	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+)
+
+// TestBootstrapOnCluster: an operator bootstraps R3 buckets with a
+// placement tag on a 3-server cluster; running it again changes nothing.
+func TestBootstrapOnCluster(t *testing.T) {
+	cl := bustest.StartCluster(t, 3)
+	e := &env{t: t, url: cl.URL()}
+	out := e.mustRun("bootstrap", "--replicas", "3")
+	for _, name := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket, wire.EventsStream} {
+		if !strings.Contains(out, name) || !strings.Contains(out, "created") {
+			t.Errorf("bootstrap output lacks %s created:\n%s", name, out)
+		}
+	}
+	out = e.mustRun("bootstrap", "--replicas", "3")
+	if strings.Count(out, "unchanged") != 4 || strings.Contains(out, "updated") {
+		t.Errorf("second bootstrap changed something:\n%s", out)
+	}
+	conn := cl.Connect(t, "check")
+	kv, err := conn.JS.KeyValue(context.Background(), wire.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Config().Replicas != 3 {
+		t.Errorf("desired bucket has %d replicas, want 3", st.Config().Replicas)
+	}
+	// A tag no server carries cannot be placed: the error says so.
+	_, errOut, code := e.run(context.Background(), "", "bootstrap", "--replicas", "3", "--placement-tags", "gpu")
+	if code == 0 || !strings.Contains(errOut, "actorlet_desired") {
+		t.Errorf("bootstrap with an unplaceable tag: exit %d, stderr %q; want a failure naming the bucket", code, errOut)
+	}
+}
+
+func TestBootstrapRejectsBadSettings(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--replicas", "0"}, "--replicas 0"},
+		{[]string{"--replicas", "9"}, "replicas 9"},
+		{[]string{"--placement-tags", strings.Repeat("t", 100)}, "placement tag"},
+		{[]string{"extra"}, "no arguments"},
+		{[]string{"--edge-nodes", "a>b"}, "edge node"},
+	} {
+		_, errOut, code := e.run(context.Background(), "", append([]string{"bootstrap"}, tc.args...)...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("bootstrap %v: exit %d, stderr %q; want %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
