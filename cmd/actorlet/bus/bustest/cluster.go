@@ -90,6 +90,9 @@ func StartClusterWith(t testing.TB, n int, co ClusterOptions) *Cluster {
 		go func() {
 			defer wg.Done()
 			s := c.run(o)
+			if s == nil {
+				return // run reported why
+			}
 			// Keep the client port the server got, for restarts.
 			o.Port = s.Addr().(*net.TCPAddr).Port
 			c.mu.Lock()
