@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // bootstrap creates the protocol's buckets and stream with the operator's
@@ -15,7 +15,7 @@ import (
 // create what is missing and never change what exists.
 func (c *cli) bootstrap(ctx context.Context, args []string) error {
 	fs := c.flags("bootstrap")
-	replicas := fs.Int("replicas", 1, fmt.Sprintf("copies of each bucket and the stream (1..%d; 3 on a 3-server cluster)", bus.MaxReplicas))
+	replicas := fs.Int("replicas", 1, fmt.Sprintf("copies of each bucket and the stream (1..%d; 3 on a 3-server cluster)", wire.MaxReplicas))
 	cluster := fs.String("placement-cluster", "", "NATS cluster to place them on")
 	tags := fs.String("placement-tags", "", "server tags to place them by, t1,t2")
 	edges := fs.String("edge-nodes", "", "edge nodes (run with --nats-leaf-url) whose status, heartbeats and events the hub sources, n1,n2 (the full list each time)")
@@ -28,7 +28,7 @@ func (c *cli) bootstrap(ctx context.Context, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
-	s := bus.ProtocolSettings{Replicas: *replicas, Cluster: *cluster}
+	s := wire.ProtocolSettings{Replicas: *replicas, Cluster: *cluster}
 	for _, t := range strings.Split(*tags, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			s.Tags = append(s.Tags, t)
@@ -40,7 +40,7 @@ func (c *cli) bootstrap(ctx context.Context, args []string) error {
 		}
 	}
 	if *replicas < 1 {
-		return fmt.Errorf("--replicas %d: must be 1..%d", *replicas, bus.MaxReplicas)
+		return fmt.Errorf("--replicas %d: must be 1..%d", *replicas, wire.MaxReplicas)
 	}
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("--replicas/--placement-*/--edge-nodes: %w", err)
@@ -53,7 +53,7 @@ func (c *cli) bootstrap(ctx context.Context, args []string) error {
 	// bucket the request timeout, retrying while leaders are elected.
 	bctx, cancel := context.WithTimeout(ctx, 4*c.g.timeout)
 	defer cancel()
-	res, err := bus.Bootstrap(bctx, cn.js, s)
+	res, err := wire.Bootstrap(bctx, cn.js, s)
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tACTION\tREPLICAS\tPLACEMENT")
 	for _, r := range res {

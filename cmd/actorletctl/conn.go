@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"os"
 	"time"
 
@@ -147,7 +146,7 @@ func (c *cli) bucket(ctx context.Context, name string) (jetstream.KeyValue, erro
 // its quorum or elects a leader. A write that timed out may still have
 // been stored, so the operator is told to check rather than assume.
 func unavailable(err error, write bool) error {
-	if !bus.IsTransient(err) {
+	if !wire.IsTransient(err) {
 		return err
 	}
 	hint := "the bus did not answer: the NATS cluster may have lost quorum or be electing a leader; retry when it is back"

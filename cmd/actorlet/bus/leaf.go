@@ -5,14 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // Edge nodes: an agent given a leaf URL runs its embedded nats-server as a
@@ -34,13 +34,7 @@ import (
 const (
 	// DefaultHubDomain is the JetStream domain of the fleet's cluster.
 	DefaultHubDomain = "hub"
-	// MaxEdgeNodes bounds the sources of one hub bucket (one per edge node).
-	MaxEdgeNodes     = 256
-	edgeDomainPrefix = "edge-"
 )
-
-// EdgeDomain is the JetStream domain of node's embedded leaf server.
-func EdgeDomain(node string) string { return edgeDomainPrefix + wire.EncodeName(node) }
 
 // leafDenied are the subjects a leaf connection neither imports nor exports.
 var leafDenied = []string{"$KV.>"}
@@ -74,50 +68,6 @@ func edgeDesiredSource(node, hubDomain string) *jetstream.StreamSource {
 	return &jetstream.StreamSource{Name: "KV_" + wire.DesiredBucket, Domain: hubDomain, SubjectTransforms: tr}
 }
 
-// hubEdgeSources are the sources, one per edge node, of a hub bucket (or
-// the events stream) named stream whose keys start with the node's token.
-func hubEdgeSources(stream, subjectPrefix string, nodes []string) []*jetstream.StreamSource {
-	var out []*jetstream.StreamSource
-	for _, n := range nodes {
-		subj := subjectPrefix + "." + wire.EncodeName(n)
-		tr := []jetstream.SubjectTransformConfig{{Source: subj + ".>", Destination: subj + ".>"}}
-		if stream == "KV_"+wire.NodesBucket {
-			tr = []jetstream.SubjectTransformConfig{{Source: subj, Destination: subj}}
-		}
-		out = append(out, &jetstream.StreamSource{Name: stream, Domain: EdgeDomain(n), SubjectTransforms: tr})
-	}
-	return out
-}
-
-// sameSources compares configured sources with those a server reports
-// (which carry External instead of Domain).
-func sameSources(have, want []*jetstream.StreamSource) bool {
-	if len(have) != len(want) {
-		return false
-	}
-	key := func(s *jetstream.StreamSource) string {
-		prefix := ""
-		if s.Domain != "" {
-			prefix = "$JS." + s.Domain + ".API"
-		} else if s.External != nil {
-			prefix = s.External.APIPrefix
-		}
-		var tr []string
-		for _, t := range s.SubjectTransforms {
-			tr = append(tr, t.Source+">"+t.Destination)
-		}
-		return s.Name + "|" + prefix + "|" + s.FilterSubject + "|" + strings.Join(tr, ",")
-	}
-	hk := make([]string, len(have))
-	wk := make([]string, len(want))
-	for i := range have {
-		hk[i], wk[i] = key(have[i]), key(want[i])
-	}
-	slices.Sort(hk)
-	slices.Sort(wk)
-	return slices.Equal(hk, wk)
-}
-
 // ensureEdgeProtocol creates an edge node's buckets and stream in its own
 // domain. The embedded server is the agent's own, so the desired bucket is
 // brought to source the hub even if it existed (a node turned into an edge
@@ -141,19 +91,19 @@ func (c *Conn) ensureEdgeProtocol(ctx context.Context) error {
 		break
 	}
 	for _, cfg := range ProtocolBuckets(ProtocolSettings{}) {
-		if err := retryTransient(ctx, func(ctx context.Context) error {
+		if err := wire.RetryTransient(ctx, func(ctx context.Context) error {
 			if cfg.Bucket == wire.DesiredBucket {
 				cfg.Sources = []*jetstream.StreamSource{edgeDesiredSource(c.edgeNode, c.hubDomain)}
 				return ensureEdgeDesired(ctx, js, cfg)
 			}
-			_, err := ensureBucket(ctx, js, cfg, false)
+			_, err := wire.EnsureBucket(ctx, js, cfg, false)
 			return err
 		}); err != nil {
 			return err
 		}
 	}
-	return retryTransient(ctx, func(ctx context.Context) error {
-		_, err := ensureStream(ctx, js, EventsStreamConfig(ProtocolSettings{}), false)
+	return wire.RetryTransient(ctx, func(ctx context.Context) error {
+		_, err := wire.EnsureStream(ctx, js, wire.EventsStreamConfig(wire.ProtocolSettings{}), false)
 		return err
 	})
 }
@@ -170,7 +120,7 @@ func ensureEdgeDesired(ctx context.Context, js jetstream.JetStream, cfg jetstrea
 	case err != nil:
 		return fmt.Errorf("look up edge bucket %q: %w", cfg.Bucket, err)
 	}
-	if sameSources(s.CachedInfo().Config.Sources, cfg.Sources) {
+	if wire.SameSources(s.CachedInfo().Config.Sources, cfg.Sources) {
 		return nil
 	}
 	if _, err := js.UpdateKeyValue(ctx, cfg); err != nil {
