@@ -64,7 +64,7 @@ func (a *Agent) connectBus(ctx context.Context, opts bus.Options) error {
 		if err != nil {
 			return err
 		}
-		opts.EmbeddedAuth = &bus.EmbeddedAuth{Operator: oc, SystemAccount: auth.SystemAccountPublicKey(), Accounts: jwts}
+		opts.EmbeddedAuth = &bus.EmbeddedAuth{Operator: oc, SystemAccount: auth.SystemAccountPublicKey(), Accounts: jwts, Account: auth.AccountPublicKey()}
 		opts.CredsFile = adminCreds
 		klog.InfoS("Embedded NATS requires credentials; operator credentials for actorletctl", "creds", adminCreds)
 	} else {

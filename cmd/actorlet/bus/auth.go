@@ -26,6 +26,9 @@ type EmbeddedAuth struct {
 	// Accounts maps account public keys to their JWTs (a memory resolver,
 	// preloaded).
 	Accounts map[string]string
+	// Account is the public key of the account nodes and operators use:
+	// an edge node's leaf connection carries that account's subjects.
+	Account string
 }
 
 // ErrEmbeddedNoAuth: the embedded server never runs without authentication.
@@ -96,12 +99,12 @@ func (c *Conn) Redial(ctx context.Context, credsFile, inboxPrefix string) error 
 	o := c.opts
 	o.CredsFile, o.InboxPrefix = credsFile, inboxPrefix
 	o.User, o.Password, o.Token = "", "", ""
-	c.stopEdgeReconciler() // it uses c.JS
-	defer c.startEdgeReconciler()
 	old := c.NC
-	old.SetClosedHandler(nil)
-	if err := old.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		old.Close()
+	if old != c.edgeNC { // an edge node's reconciler keeps it (Close drains it)
+		old.SetClosedHandler(nil)
+		if err := old.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			old.Close()
+		}
 	}
 	c.closed = make(chan struct{})
 	nc, err := c.dial(ctx, o)

@@ -32,9 +32,13 @@ type Conn struct {
 	// edgeNode and hubDomain are set when the embedded server is a leaf
 	// node of the fleet's cluster.
 	edgeNode, hubDomain string
-	reconcilerStop      chan struct{} // closed to stop the edge reconciler; nil without one
-	reconcilerDone      chan struct{} // closed when the edge reconciler ends
-	closed              chan struct{}
+	// edgeNC and edgeJS are the edge reconciler's connection: the one
+	// Connect opened, kept when Redial replaces NC.
+	edgeNC         *nats.Conn
+	edgeJS         jetstream.JetStream
+	reconcilerStop chan struct{} // closed to stop the edge reconciler; nil without one
+	reconcilerDone chan struct{} // closed when the edge reconciler ends
+	closed         chan struct{}
 
 	mu        sync.Mutex
 	listeners map[int]func()
@@ -221,6 +225,9 @@ func (c *Conn) notifyReconnect() {
 func (c *Conn) Close() {
 	c.closeOnce.Do(func() {
 		c.stopEdgeReconciler()
+		if c.edgeNC != nil && c.edgeNC != c.NC {
+			c.edgeNC.Close() // the reconciler's, kept by Redial
+		}
 		if err := c.NC.Drain(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 			klog.ErrorS(err, "Draining the NATS connection failed, closing")
 			c.NC.Close()

@@ -41,6 +41,12 @@ func startEmbedded(o Options) (*server.Server, error) {
 			DenyImports: leafDenied,
 			DenyExports: leafDenied,
 		}}
+		if o.EmbeddedAuth != nil {
+			// Operator mode: the uplink carries the account the agent and
+			// local operators use (the hub side binds it to the account of
+			// LeafCreds).
+			sopts.LeafNode.Remotes[0].LocalAccount = o.EmbeddedAuth.Account
+		}
 	}
 	s, err := server.NewServer(sopts)
 	if err != nil {

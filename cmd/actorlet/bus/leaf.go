@@ -146,13 +146,16 @@ const (
 	edgeReconcileLimit   = 10000       // keys compared per pass
 )
 
-// startEdgeReconciler starts the reconciler of an edge node's connection.
-// It uses c.JS: Redial stops it before replacing the connection and
-// starts it again afterwards.
+// startEdgeReconciler starts the reconciler of an edge node's connection
+// on the connection Connect opened. The reconciler keeps that connection
+// when Redial switches the agent to node credentials: it reads the hub's
+// keys from the stream leader and rewrites central keys of the edge's own
+// server, which node permissions do not allow (docs/security.md).
 func (c *Conn) startEdgeReconciler() {
 	if !c.Edge() {
 		return
 	}
+	c.edgeNC, c.edgeJS = c.NC, c.JS
 	c.reconcilerStop, c.reconcilerDone = make(chan struct{}), make(chan struct{})
 	go c.runEdgeReconciler(c.reconcilerStop, c.reconcilerDone)
 }
@@ -214,11 +217,11 @@ func (c *Conn) runEdgeReconciler(closing, done chan struct{}) {
 // value differs, once the edge's source has caught up. It returns how many
 // keys it changed.
 func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
-	local, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
+	local, err := c.edgeJS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
 		return 0, err
 	}
-	st, err := c.JS.Stream(ctx, "KV_"+wire.DesiredBucket)
+	st, err := c.edgeJS.Stream(ctx, "KV_"+wire.DesiredBucket)
 	if err != nil {
 		return 0, err
 	}
@@ -229,7 +232,7 @@ func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
 	if len(info.Sources) == 0 || info.Sources[0].Lag > 0 || info.Sources[0].Active < 0 || info.Sources[0].Error != nil {
 		return 0, errors.New("the desired bucket's source from the hub has not caught up")
 	}
-	hubJS, err := jetstream.NewWithDomain(c.NC, c.hubDomain)
+	hubJS, err := jetstream.NewWithDomain(c.edgeNC, c.hubDomain)
 	if err != nil {
 		return 0, err
 	}
@@ -252,7 +255,7 @@ func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
 			}
 			// From the hub's leader: a replica catching up could hold an
 			// older value, which must not overwrite a newer one here.
-			want, err := LeaderGet(ctx, c.NC, c.hubDomain, wire.DesiredBucket, k)
+			want, err := LeaderGet(ctx, c.edgeNC, c.hubDomain, wire.DesiredBucket, k)
 			if errors.Is(err, ErrKeyGone) {
 				continue // deleted meanwhile: the source brings the delete
 			}

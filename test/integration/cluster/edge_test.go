@@ -61,13 +61,16 @@ func TestEdgeNodePartition(t *testing.T) {
 	t.Cleanup(a.Stop)
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
-	local, err := bus.Connect(lctx, bus.Options{URL: a.BusURL(), Name: "edge-operator"})
+	// A local operator uses the admin credentials the edge agent wrote for
+	// its own embedded server (docs/security.md).
+	adminCreds := agent.AdminCredsPath(cfg.RootDir)
+	local, err := bus.Connect(lctx, bus.Options{URL: a.BusURL(), CredsFile: adminCreds, Name: "edge-operator"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(local.Close)
 
-	e := &edge{t: t, hub: hub, hubJS: op.JS, localJS: local.JS, localURL: a.BusURL()}
+	e := &edge{t: t, hub: hub, hubJS: op.JS, localJS: local.JS, localURL: a.BusURL(), localCreds: adminCreds}
 	// The operator adds the edge node to the hub once it has joined (the
 	// hub's sources of its buckets then start at once; nats-server backs
 	// off a failing source by 10 s more per failure).
@@ -160,11 +163,12 @@ func TestEdgeNodePartition(t *testing.T) {
 }
 
 type edge struct {
-	t        *testing.T
-	hub      *bustest.Cluster
-	hubJS    jetstream.JetStream
-	localJS  jetstream.JetStream
-	localURL string
+	t          *testing.T
+	hub        *bustest.Cluster
+	hubJS      jetstream.JetStream
+	localJS    jetstream.JetStream
+	localURL   string
+	localCreds string
 }
 
 func (e *edge) eventually(what string, cond func() error) {
@@ -218,7 +222,7 @@ func (e *edge) ctl(args ...string) string {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, ctlBinary, append([]string{"--server", e.localURL, "--timeout", "5s"}, args...)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, ctlBinary, append([]string{"--server", e.localURL, "--creds", e.localCreds, "--timeout", "5s"}, args...)...).CombinedOutput()
 	if err != nil {
 		e.t.Fatalf("actorletctl %v on the edge: %v\n%s", args, err, out)
 	}
