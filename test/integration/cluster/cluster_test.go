@@ -247,7 +247,7 @@ func (f *fleet) quorumLost(t *testing.T, pods []podRef) []podRef {
 	ctl := func(timeout string) ([]byte, error) {
 		cctx, ccancel := context.WithTimeout(context.Background(), waitFor)
 		defer ccancel()
-		return exec.CommandContext(cctx, ctlBinary, "--server", f.cl.URL(), "--timeout", timeout,
+		return exec.CommandContext(cctx, ctlBinary, "--server", f.cl.URL(), "--creds", f.cl.AdminCreds(), "--timeout", timeout,
 			"apply", "-f", manifest, "--node", viaCtl.node).CombinedOutput()
 	}
 	out, err := ctl("3s")

@@ -51,16 +51,23 @@ type node struct {
 
 func newFleet(t *testing.T, agents int) *fleet {
 	t.Helper()
-	cl := bustest.StartCluster(t, 3)
+	// Authenticated as the product is by default (docs/security.md): the
+	// operator creates the buckets with admin credentials and provisions
+	// each node, which runs with its node credentials.
+	cl := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Secure: true})
 	f := &fleet{t: t, cl: cl, op: cl.ConnectWithProtocol(t, "operator", 3)}
 	var wg sync.WaitGroup
 	f.nodes = make([]*node, agents)
 	errs := make([]error, agents)
+	creds := make([]string, agents)
+	for i := range agents {
+		creds[i] = cl.NodeCreds(t, fmt.Sprintf("n%d", i))
+	}
 	for i := range agents {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f.nodes[i], errs[i] = f.startNode(fmt.Sprintf("n%d", i))
+			f.nodes[i], errs[i] = f.startNode(fmt.Sprintf("n%d", i), creds[i])
 		}()
 	}
 	wg.Wait()
@@ -75,7 +82,7 @@ func newFleet(t *testing.T, agents int) *fleet {
 	return f
 }
 
-func (f *fleet) startNode(name string) (*node, error) {
+func (f *fleet) startNode(name, creds string) (*node, error) {
 	cfg := agent.DefaultConfig()
 	cfg.NodeName = name
 	cfg.NodeIP = "127.0.0.1"
@@ -83,7 +90,7 @@ func (f *fleet) startNode(name string) (*node, error) {
 	cfg.HealthzPort = 0
 	cfg.RelistPeriod = 500 * time.Millisecond
 	cfg.NodeStatusUpdateFrequency = time.Second
-	cfg.NATS = agent.NATSConfig{URL: f.cl.URL(), Replicas: 3}
+	cfg.NATS = agent.NATSConfig{URL: f.cl.URL(), CredsFile: creds, Replicas: 3}
 	rt := memcri.New()
 	cfg.Runtime = rt
 	a, err := agent.Start(context.Background(), cfg)

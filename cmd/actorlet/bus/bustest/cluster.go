@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
 // clusterReadyTimeout bounds the wait for a cluster to elect its JetStream
@@ -25,6 +28,11 @@ const clusterReadyTimeout = 30 * time.Second
 // each. Servers can be stopped and started again by index.
 type Cluster struct {
 	Name string
+	// Auth is the authority every server trusts (ClusterOptions.Secure).
+	Auth *busauth.Authority
+	// account is where the protocol's streams live: the authority's
+	// account, or the global one without Secure.
+	account string
 
 	t       testing.TB
 	mu      sync.Mutex
@@ -40,6 +48,11 @@ type ClusterOptions struct {
 	// servers do not advertise their leaf URLs to leaf nodes, so a leaf node
 	// only ever uses the URLs it was given (a test can cut its link).
 	Leaf bool
+	// Secure runs every server as docs/security.md configures one: the
+	// configuration includes the authority's server.conf (operator JWT,
+	// system account, memory resolver). Connect then uses admin
+	// credentials; NodeCreds provisions a node.
+	Secure bool
 }
 
 // StartCluster starts n servers and waits until JetStream has a meta
@@ -53,7 +66,12 @@ func StartCluster(t testing.TB, n int) *Cluster {
 // listeners.
 func StartClusterWith(t testing.TB, n int, co ClusterOptions) *Cluster {
 	t.Helper()
-	c := &Cluster{Name: "actorlet-test", t: t, servers: make([]*server.Server, n), opts: make([]*server.Options, n)}
+	c := &Cluster{Name: "actorlet-test", t: t, servers: make([]*server.Server, n), opts: make([]*server.Options, n),
+		account: server.DEFAULT_GLOBAL_ACCOUNT}
+	var secureConf string
+	if co.Secure {
+		secureConf = c.initSecure()
+	}
 	// JetStream in a cluster needs its routes configured at start: pick the
 	// route ports first, then give every server the routes of the others.
 	routePorts := make([]int, n)
@@ -61,18 +79,19 @@ func StartClusterWith(t testing.TB, n int, co ClusterOptions) *Cluster {
 		routePorts[i] = freePort(t)
 	}
 	for i := 0; i < n; i++ {
-		o := &server.Options{
-			ServerName: fmt.Sprintf("S-%d", i+1),
-			Host:       "127.0.0.1",
-			Port:       -1,
-			JetStream:  true,
-			StoreDir:   t.TempDir(),
-			NoLog:      true,
-			NoSigs:     true,
-			Cluster:    server.ClusterOpts{Name: c.Name, Host: "127.0.0.1", Port: routePorts[i]},
-
-			JetStreamDomain: co.Domain,
+		o := &server.Options{}
+		if secureConf != "" {
+			var err error
+			if o, err = server.ProcessConfigFile(secureConf); err != nil {
+				t.Fatalf("load %s: %v", secureConf, err)
+			}
 		}
+		o.ServerName = fmt.Sprintf("S-%d", i+1)
+		o.Host, o.Port = "127.0.0.1", -1
+		o.JetStream, o.StoreDir = true, t.TempDir()
+		o.NoLog, o.NoSigs = true, true
+		o.Cluster = server.ClusterOpts{Name: c.Name, Host: "127.0.0.1", Port: routePorts[i]}
+		o.JetStreamDomain = co.Domain
 		if co.Leaf {
 			o.LeafNode = server.LeafNodeOpts{Host: "127.0.0.1", Port: freePort(t), NoAdvertise: true}
 		}
@@ -108,6 +127,68 @@ func StartClusterWith(t testing.TB, n int, co ClusterOptions) *Cluster {
 	}
 	c.WaitMetaLeader()
 	return c
+}
+
+// initSecure creates the authority with its admin and system credentials
+// and a configuration file that includes its server.conf, as
+// docs/security.md shows; it returns that file's path.
+func (c *Cluster) initSecure() string {
+	c.t.Helper()
+	root := c.t.TempDir()
+	dir := filepath.Join(root, "auth")
+	a, err := busauth.Init(dir)
+	if err != nil {
+		c.t.Fatalf("init authority: %v", err)
+	}
+	for name, issue := range map[string]func(string) ([]byte, error){
+		busauth.AdminCredsFile:  a.IssueAdmin,
+		busauth.SystemCredsFile: a.IssueSystem,
+	} {
+		creds, err := issue(name)
+		if err != nil {
+			c.t.Fatalf("issue %s: %v", name, err)
+		}
+		if err := busauth.WriteCreds(filepath.Join(dir, name), creds); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.Auth, c.account = a, a.AccountPublicKey()
+	conf := filepath.Join(root, "nats-server.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("include %q\n", filepath.Join("auth", busauth.ServerConfFile))), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	return conf
+}
+
+// AdminCreds is the operator-role credentials file of a Secure cluster
+// (empty otherwise).
+func (c *Cluster) AdminCreds() string {
+	if c.Auth == nil {
+		return ""
+	}
+	return filepath.Join(c.Auth.Dir, busauth.AdminCredsFile)
+}
+
+// NodeCreds provisions node on a Secure cluster as `actorletctl node add`
+// does (the node's consumers, on buckets that must exist; its
+// credentials) and returns the path of its .creds file.
+func (c *Cluster) NodeCreds(t testing.TB, node string) string {
+	t.Helper()
+	admin := c.Connect(t, "provision-"+node)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	if err := busauth.EnsureNodeConsumers(ctx, admin.JS, node); err != nil {
+		t.Fatalf("provision node %s: %v", node, err)
+	}
+	creds, err := c.Auth.IssueNode(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Auth.NodeCredsPath(node)
+	if err := busauth.WriteCreds(p, creds); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // run starts a server; nil (after reporting with Errorf) if it failed.
@@ -221,7 +302,7 @@ func (c *Cluster) StreamLeader(stream string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, s := range c.servers {
-		if s != nil && s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+		if s != nil && s.JetStreamIsStreamLeader(c.account, stream) {
 			return i
 		}
 	}
@@ -303,7 +384,7 @@ func (c *Cluster) Connect(t testing.TB, name string) *bus.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := bus.Connect(ctx, bus.Options{URL: c.URL(), Name: name})
+	conn, err := bus.Connect(ctx, bus.Options{URL: c.URL(), CredsFile: c.AdminCreds(), Name: name})
 	if err != nil {
 		t.Fatalf("connect to the test cluster: %v", err)
 	}
@@ -331,7 +412,7 @@ func (c *Cluster) StreamLastSeq(i int, stream string) (seq uint64, ok bool) {
 	if s == nil {
 		return 0, false
 	}
-	ad, err := s.JszAccount(&server.JSzOptions{Account: server.DEFAULT_GLOBAL_ACCOUNT, Streams: true})
+	ad, err := s.JszAccount(&server.JSzOptions{Account: c.account, Streams: true})
 	if err != nil {
 		return 0, false
 	}
