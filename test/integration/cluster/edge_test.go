@@ -38,7 +38,7 @@ func TestEdgeNodePartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("edge partition: -short")
 	}
-	hub := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Domain: bus.DefaultHubDomain, Leaf: true})
+	hub := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Domain: bus.DefaultHubDomain, Leaf: true, Secure: true})
 	op := hub.ConnectWithProtocol(t, "hub-operator", 3)
 	link := newUplink(t, hub.LeafAddr(0))
 
@@ -51,7 +51,7 @@ func TestEdgeNodePartition(t *testing.T) {
 	cfg.RelistPeriod = 500 * time.Millisecond
 	cfg.NodeStatusUpdateFrequency = time.Second
 	cfg.PodManifestPath = manifests
-	cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: "nats-leaf://" + link.addr()}
+	cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: "nats-leaf://" + link.addr(), LeafCreds: hub.LeafCreds(t, edgeNode)}
 	rt := memcri.New()
 	cfg.Runtime = rt
 	a, err := agent.Start(context.Background(), cfg)

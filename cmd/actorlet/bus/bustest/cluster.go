@@ -191,6 +191,23 @@ func (c *Cluster) NodeCreds(t testing.TB, node string) string {
 	return p
 }
 
+// LeafCreds issues the credentials of an edge node's leaf uplink on a
+// Secure cluster: a user of the fleet's account with the operator role
+// (the uplink carries the JetStream API traffic of the sources both ways,
+// which node permissions do not allow; docs/fleet.md).
+func (c *Cluster) LeafCreds(t testing.TB, node string) string {
+	t.Helper()
+	creds, err := c.Auth.IssueAdmin("leaf-" + node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(c.Auth.Dir, "leaf-"+node+".creds")
+	if err := busauth.WriteCreds(p, creds); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // run starts a server; nil (after reporting with Errorf) if it failed.
 func (c *Cluster) run(o *server.Options) *server.Server {
 	s, err := server.NewServer(o.Clone())
