@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
-	"github.com/actorlet/actorlet/messages/wire"
 	"strings"
 	"testing"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // TestBootstrapOnCluster: an operator bootstraps R3 buckets with a
 // placement tag on a 3-server cluster; running it again changes nothing.
 func TestBootstrapOnCluster(t *testing.T) {
-	cl := bustest.StartCluster(t, 3)
+	// Authenticated as docs/security.md sets a cluster up: bootstrap is the
+	// operator's (admin credentials, found through ACTORLET_CREDS).
+	cl := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Secure: true})
+	t.Setenv("ACTORLET_CREDS", cl.AdminCreds())
 	e := &env{t: t, url: cl.URL()}
 	out := e.mustRun("bootstrap", "--replicas", "3")
 	for _, name := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket, wire.EventsStream} {
@@ -35,6 +38,11 @@ func TestBootstrapOnCluster(t *testing.T) {
 	}
 	if st.Config().Replicas != 3 {
 		t.Errorf("desired bucket has %d replicas, want 3", st.Config().Replicas)
+	}
+	// A node's credentials may not change the buckets.
+	nodeCreds := cl.NodeCreds(t, "n1")
+	if _, errOut, code := e.run(context.Background(), "", "--creds", nodeCreds, "--timeout", "1s", "bootstrap", "--replicas", "1"); code == 0 {
+		t.Errorf("bootstrap with node credentials succeeded; want it refused (stderr %q)", errOut)
 	}
 	// A tag no server carries cannot be placed: the error says so.
 	_, errOut, code := e.run(context.Background(), "", "bootstrap", "--replicas", "3", "--placement-tags", "gpu")
