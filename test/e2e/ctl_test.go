@@ -18,15 +18,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// ctlBusArgs are actorletctl's arguments for the agent's bus: the server
+// and, on the embedded server, the operator credentials the node wrote.
+func (a *agent) ctlBusArgs() []string {
+	args := []string{"--server", a.natsURL()}
+	if a.opts.natsURL == "" {
+		args = append(args, "--creds", filepath.Join(a.rootDir, "auth", "admin.creds"))
+	}
+	return args
+}
+
 // ctl runs the real actorletctl against the agent's bus.
 func (a *agent) ctl(args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	global := []string{"--server", a.natsURL()}
-	if a.opts.natsURL == "" { // the embedded server: the operator credentials the node wrote
-		global = append(global, "--creds", filepath.Join(a.rootDir, "auth", "admin.creds"))
-	}
-	cmd := exec.CommandContext(ctx, ctlBin, append(global, args...)...)
+	cmd := exec.CommandContext(ctx, ctlBin, append(a.ctlBusArgs(), args...)...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()

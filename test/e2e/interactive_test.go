@@ -52,7 +52,7 @@ type ctlProc struct {
 func (a *agent) startCtl(t *testing.T, stdin io.Reader, size *pty.Winsize, args ...string) *ctlProc {
 	t.Helper()
 	p := &ctlProc{done: make(chan struct{})}
-	full := append([]string{"--server", a.natsURL(), args[0], "-n", namespace}, args[1:]...)
+	full := append(append(a.ctlBusArgs(), args[0], "-n", namespace), args[1:]...)
 	p.cmd = exec.Command(ctlBin, full...)
 	if size != nil {
 		ptmx, err := pty.StartWithSize(p.cmd, size)
