@@ -60,7 +60,8 @@ type podActor struct {
 	nextSyncTime  time.Time
 	actorRestarts int
 
-	retry retryTimer // the end of a back-off the pod waits on
+	retry       retryTimer // the end of a back-off the pod waits on
+	readRuntime bool       // the next sync reads the runtime (a back-off ended)
 }
 
 // Props returns the props of the pod actor for uid. Every incarnation

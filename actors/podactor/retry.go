@@ -133,6 +133,7 @@ func (a *podActor) retryNow(ctx actor.Context, m *retryDue) {
 	if !a.retry.fired(m) || a.workType != messages.SyncWork || a.pod == nil {
 		return
 	}
+	a.readRuntime = true
 	a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
 }
 

@@ -102,3 +102,25 @@ func TestTimerOfATerminatingPodDoesNotSync(t *testing.T) {
 	h.clock.Step(5 * time.Second)
 	h.never("a sync after termination", func() bool { return h.rt.Count(fake.OpSyncPod) != 1 })
 }
+
+// The sync at a back-off's end reads the runtime instead of waiting for the
+// PLEG cache to move on: nothing in the runtime changed, so in evented mode
+// the cache would only be fresh at its next tick, up to a relist period late.
+func TestBackOffRetryReadsTheRuntimeNotTheCache(t *testing.T) {
+	h := newHarness(t, "u1")
+	end := h.clock.Now().Add(10 * time.Second)
+	h.rt.Fail(fake.OpSyncPod, waitErr{end})
+	p := testPod("u1", 1, nil)
+	p.Status.Phase = v1.PodRunning
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "first completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	h.rt.Fail(fake.OpSyncPod, nil)
+	release := h.cache.Hold() // the cache never becomes fresher
+	defer release()
+	reads := h.rt.Count(fake.OpGetPodStatus)
+	h.clock.Step(10 * time.Second)
+	eventually(t, "the retry sync, on a status read from the runtime", func() bool { return h.rt.Count(fake.OpSyncPod) == 2 })
+	if h.rt.Count(fake.OpGetPodStatus) == reads {
+		t.Fatal("the retry sync did not read the runtime")
+	}
+}

@@ -146,8 +146,8 @@ func (a *podActor) startNext(ctx actor.Context) {
 	switch a.workType {
 	case messages.SyncWork:
 		j := syncJob{uid: a.uid, pod: a.pod, minTime: a.lastSyncTime, failedProbes: a.probeMap(),
-			restart: a.restart, restartAll: a.restartAll}
-		a.restart, a.restartAll = nil, false
+			restart: a.restart, restartAll: a.restartAll, readRuntime: a.readRuntime}
+		a.restart, a.restartAll, a.readRuntime = nil, false, false
 		a.launch(ctx, workSync, func(wctx context.Context) workDone { return runSync(wctx, cfg, j) })
 	case messages.TerminatingWork:
 		j := killJob{uid: a.uid, pod: a.pod, minTime: a.lastSyncTime, grace: *a.grace}

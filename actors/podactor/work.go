@@ -56,13 +56,24 @@ type syncJob struct {
 	failedProbes map[string]string
 	restart      []string // container names to restart first
 	restartAll   bool
+	// readRuntime reads the pod's status from the runtime instead of
+	// waiting for the PLEG cache: a back-off's end is no runtime event, and
+	// in evented mode the cache only moves on at the next freshness tick
+	// (up to a relist period later).
+	readRuntime bool
 }
 
 // runSync waits for fresh status, restarts requested containers, derives the
 // API status and, unless the pod is terminal, syncs the runtime.
 func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
-	status, err := cfg.Cache.GetNewerThan(ctx, j.uid, j.minTime)
-	if err != nil {
+	var status *cri.PodStatus
+	var err error
+	if j.readRuntime {
+		if status, err = cfg.Runtime.GetPodStatus(ctx, j.uid, j.pod.Name, j.pod.Namespace); err != nil {
+			r.err = fmt.Errorf("read status of pod %q from the runtime: %w", j.uid, err)
+			return r
+		}
+	} else if status, err = cfg.Cache.GetNewerThan(ctx, j.uid, j.minTime); err != nil {
 		r.err = fmt.Errorf("wait for status of pod %q newer than %s: %w", j.uid, j.minTime.Format(time.RFC3339Nano), err)
 		return r
 	}
