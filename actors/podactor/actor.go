@@ -50,8 +50,12 @@ type podActor struct {
 	restartRequested bool
 
 	failedProbes map[string]probeFailure // by container name
-	restart      []string
-	restartAll   bool
+	// startedProbes: container name → the instance whose startup probe
+	// succeeded (a sidecar with a startup probe holds back the next
+	// container until then).
+	startedProbes map[string]string
+	restart       []string
+	restartAll    bool
 
 	lastSyncTime  time.Time
 	lastSyncError string
@@ -75,7 +79,7 @@ func Props(cfg Config, uid types.UID) (*actor.Props, error) {
 	cfg = cfg.withDefaults()
 	var incarnations atomic.Int64
 	return actor.PropsFromProducer(func() actor.Actor {
-		a := &podActor{cfg: cfg, uid: uid, incarnation: incarnations.Add(1), behavior: actor.NewBehavior(), failedProbes: map[string]probeFailure{}}
+		a := &podActor{cfg: cfg, uid: uid, incarnation: incarnations.Add(1), behavior: actor.NewBehavior(), failedProbes: map[string]probeFailure{}, startedProbes: map[string]string{}}
 		a.actorRestarts = int(a.incarnation - 1)
 		a.behavior.Become(a.syncing)
 		return a

@@ -50,12 +50,12 @@ type workDone struct {
 
 // syncJob is the input of a sync, copied out of the actor.
 type syncJob struct {
-	uid          types.UID
-	pod          *v1.Pod
-	minTime      time.Time
-	failedProbes map[string]string
-	restart      []string // container names to restart first
-	restartAll   bool
+	uid        types.UID
+	pod        *v1.Pod
+	minTime    time.Time
+	probes     cri.Probes
+	restart    []string // container names to restart first
+	restartAll bool
 }
 
 // runSync waits for fresh status, restarts requested containers, derives the
@@ -85,7 +85,7 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 		r.terminal = true
 		return r
 	}
-	if err := cfg.Runtime.SyncPod(ctx, j.pod, status, j.failedProbes); err != nil {
+	if err := cfg.Runtime.SyncPod(ctx, j.pod, status, j.probes); err != nil {
 		r.err = fmt.Errorf("sync pod %q: %w", j.uid, err)
 	}
 	if !steady(j.pod, api) && ctx.Err() == nil {

@@ -404,8 +404,8 @@ func (a *Agent) nodeLabels() map[string]string {
 // the shape pod actors use.
 type managerAdapter struct{ *kuberuntime.Manager }
 
-func (m managerAdapter) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) error {
-	return m.Manager.SyncPod(ctx, pod, status, failedProbes).Error()
+func (m managerAdapter) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) error {
+	return m.Manager.SyncPod(ctx, pod, status, probes).Error()
 }
 
 var _ supervisor.Runtime = managerAdapter{}
