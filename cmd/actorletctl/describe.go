@@ -188,7 +188,12 @@ func describeState(w io.Writer, label string, s v1.ContainerState, now time.Time
 		}
 	case s.Terminated != nil:
 		t := s.Terminated
-		fmt.Fprintf(w, "    %s:\tTerminated\n      Reason:\t%s\n      Exit Code:\t%d\n", label, orElse(t.Reason, "<none>"), t.ExitCode)
+		fmt.Fprintf(w, "    %s:\tTerminated\n      Reason:\t%s\n", label, orElse(t.Reason, "<none>"))
+		if t.Message != "" {
+			// kubectl's layout: a multi-line message indented under its key.
+			fmt.Fprintf(w, "      Message:\t%s\n", strings.ReplaceAll(strings.TrimRight(t.Message, "\n"), "\n", "\n        "))
+		}
+		fmt.Fprintf(w, "      Exit Code:\t%d\n", t.ExitCode)
 		if !t.FinishedAt.IsZero() {
 			fmt.Fprintf(w, "      Finished:\t%s (%s ago)\n", t.FinishedAt.Format(time.RFC1123Z), age(t.FinishedAt.Time, now))
 		}

@@ -46,6 +46,11 @@ func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 	if err != nil {
 		return nil, err
 	}
+	if tm, err := m.terminationMessageMount(pod, c, mounts); err != nil {
+		return nil, err
+	} else if tm != nil {
+		mounts = append(mounts, tm)
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},

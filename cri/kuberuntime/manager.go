@@ -70,6 +70,7 @@ type Manager struct {
 	restartBackOff *backOff
 	imageBackOff   *backOff
 	reasons        *reasonCache
+	messages       messageCache // termination messages of exited containers
 
 	mu          sync.Mutex
 	runtimeName string

@@ -154,6 +154,15 @@ func validateContainer(c *v1.Container, path *field.Path, names, volumes sets.Se
 			errs = append(errs, field.Required(p.Child("mountPath"), ""))
 		}
 	}
+	switch c.TerminationMessagePolicy {
+	case v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("terminationMessagePolicy"), c.TerminationMessagePolicy,
+			[]v1.TerminationMessagePolicy{v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError}))
+	}
+	if p := c.TerminationMessagePath; p != "" && !strings.HasPrefix(p, "/") {
+		errs = append(errs, field.Invalid(path.Child("terminationMessagePath"), p, "must be an absolute path"))
+	}
 	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
 	errs = append(errs, validateProbe(c.LivenessProbe, path.Child("livenessProbe"), true)...)
