@@ -29,7 +29,7 @@ func containerLogPath(name string, restartCount int) string {
 // restartCount-th instance. podIPs feed status.podIP env references.
 func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	budget := newEnvBudget()
-	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP}, budget)
+	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP, allocatable: m.opts.Allocatable, container: c.Name}, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +163,16 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 			if err := os.MkdirAll(host, 0o777); err != nil {
 				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
 			}
+		case isProjected(vol):
+			if m.opts.PodsDir == "" {
+				return nil, fmt.Errorf("%s: volume %q needs the manager's PodsDir", field, vm.Name)
+			}
+			if err := m.writeProjectedVolume(pod, vol); err != nil {
+				return nil, fmt.Errorf("%s: %w", field, err)
+			}
+			host = m.projectedPath(pod, vol.Name)
 		default:
-			return nil, fmt.Errorf("%s: volume %q has an unsupported type (only hostPath and emptyDir)", field, vm.Name)
+			return nil, fmt.Errorf("%s: volume %q has an unsupported type (hostPath, emptyDir, downwardAPI, configMap, secret, projected)", field, vm.Name)
 		}
 		if vm.SubPath != "" {
 			if filepath.IsAbs(vm.SubPath) || !filepath.IsLocal(vm.SubPath) {

@@ -5,12 +5,16 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/cri/volume"
 )
 
 // podFieldValues are the pod facts env fieldRefs can read.
 type podFieldValues struct {
-	podIPs []string
-	hostIP string
+	podIPs      []string
+	hostIP      string
+	allocatable v1.ResourceList
+	container   string // the container whose env this is
 }
 
 // containerEnv resolves c's environment in order; each value may refer to
@@ -63,6 +67,9 @@ func envMap(pairs []envPair) map[string]string {
 }
 
 func envValueFrom(pod *v1.Pod, from *v1.EnvVarSource, f podFieldValues) (string, error) {
+	if from.ResourceFieldRef != nil {
+		return volume.ResourceField(pod, from.ResourceFieldRef, f.container, f.allocatable)
+	}
 	if from.FieldRef == nil {
 		return "", fmt.Errorf("valueFrom: only fieldRef is supported (no API server for configMap, secret or resource refs)")
 	}

@@ -59,6 +59,9 @@ type Options struct {
 	KeepDeadContainers int
 	// Recorder receives events; nil drops them.
 	Recorder Recorder
+	// Allocatable is the node's: the downward API reads it for a limit a
+	// container does not set.
+	Allocatable v1.ResourceList
 }
 
 // Manager drives one runtime for all pods of the node. It is safe for

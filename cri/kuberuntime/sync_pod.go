@@ -25,6 +25,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 		status = &cri.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	m.runtimeNameFor(ctx)
+	m.refreshVolumes(pod)
 
 	actions := computePodActions(pod, status, probes)
 	klog.V(3).InfoS("Computed pod actions", "pod", klog.KObj(pod), "podUID", pod.UID, "actions", actions.String())

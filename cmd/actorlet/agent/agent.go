@@ -143,11 +143,12 @@ func (a *Agent) start(ctx context.Context) error {
 	a.recorder = events.NewRecorder(a.conn.JS, cfg.NodeName)
 	a.onShutdown(a.recorder.Stop)
 	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
-		PodLogsDir: cfg.PodLogsDir,
-		PodsDir:    filepath.Join(cfg.RootDir, "pods"),
-		HostIP:     a.cfg.NodeIP,
-		NodeName:   cfg.NodeName,
-		Recorder:   a.recorder,
+		PodLogsDir:  cfg.PodLogsDir,
+		PodsDir:     filepath.Join(cfg.RootDir, "pods"),
+		HostIP:      a.cfg.NodeIP,
+		NodeName:    cfg.NodeName,
+		Recorder:    a.recorder,
+		Allocatable: allocatable(cfg.MaxPods),
 	})
 	if err := a.startActors(); err != nil {
 		return err
