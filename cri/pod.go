@@ -106,6 +106,9 @@ type ProbeState struct {
 	// killed and restarted per policy. Message says why.
 	Failed  bool
 	Message string
+	// Startup: the failed probe is the startup probe (else liveness); the
+	// kill uses that probe's terminationGracePeriodSeconds when set.
+	Startup bool
 	// Started: the startup probe succeeded. A sidecar (restartable init
 	// container) with a startup probe lets the next container start only
 	// once it is Started.

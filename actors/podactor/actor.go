@@ -19,6 +19,7 @@ import (
 type probeFailure struct {
 	containerID string
 	message     string
+	startup     bool // the startup probe failed (else liveness)
 }
 
 // podActor is the worker of one pod UID. Its fields are touched only from

@@ -130,7 +130,7 @@ func (a *podActor) probeResult(ctx actor.Context, m *messages.ProbeResultChanged
 		delete(a.failedProbes, m.ContainerName)
 		return
 	}
-	a.failedProbes[m.ContainerName] = probeFailure{containerID: runtimeContainerID(m.ContainerID), message: m.Message}
+	a.failedProbes[m.ContainerName] = probeFailure{containerID: runtimeContainerID(m.ContainerID), message: m.Message, startup: m.Kind == messages.Startup}
 	if a.workType == messages.SyncWork && a.pod != nil {
 		a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
 	}
@@ -168,7 +168,7 @@ func (a *podActor) probeMap() cri.Probes {
 	}
 	for _, f := range a.failedProbes {
 		s := out[f.containerID]
-		s.Failed, s.Message = true, f.message
+		s.Failed, s.Message, s.Startup = true, f.message, f.startup
 		out[f.containerID] = s
 	}
 	return out

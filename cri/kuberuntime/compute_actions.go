@@ -15,6 +15,26 @@ type containerToKill struct {
 	spec    *v1.Container
 	message string
 	reason  string // event reason detail: spec changed, probe failed, …
+	// grace, when set, is the probe's own terminationGracePeriodSeconds.
+	grace *int64
+}
+
+// probeGrace is the grace period of a kill for a failed probe: the failed
+// probe's terminationGracePeriodSeconds when set (and the pod is not being
+// deleted, whose grace wins), else nil (the pod's).
+func probeGrace(pod *v1.Pod, c *v1.Container, startup bool) *int64 {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return nil
+	}
+	p := c.LivenessProbe
+	if startup {
+		p = c.StartupProbe
+	}
+	if p == nil || p.TerminationGracePeriodSeconds == nil {
+		return nil
+	}
+	g := max(*p.TerminationGracePeriodSeconds, minimumGracePeriod)
+	return &g
 }
 
 // podActions is what one sync must do to bring the runtime to the pod spec.
@@ -156,7 +176,11 @@ func computeInitContainerActions(pod *v1.Pod, status *cri.PodStatus, probes cri.
 	restartOnFailure := shouldRestartOnFailure(pod)
 	var toStart []int
 	kill := func(cs *cri.ContainerStatus, c *v1.Container, message, reason string) {
-		a.ContainersToKill[cs.ID] = containerToKill{name: c.Name, spec: c, message: message, reason: reason}
+		k := containerToKill{name: c.Name, spec: c, message: message, reason: reason}
+		if reason == "probe failed" {
+			k.grace = probeGrace(pod, c, probes[cs.ID].Startup)
+		}
+		a.ContainersToKill[cs.ID] = k
 	}
 	for i := len(inits) - 1; i >= 0; i-- {
 		c := &inits[i]
@@ -309,6 +333,7 @@ func computePodActions(pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) po
 		}
 		restart := shouldRestartOnFailure(pod)
 		var message, reason string
+		var grace *int64
 		if h := hashContainer(c); cs.Hash != h {
 			message = fmt.Sprintf("Container %s definition changed", c.Name)
 			reason = "spec changed"
@@ -316,6 +341,7 @@ func computePodActions(pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) po
 		} else if msg, failed := probes.Failed(cs.ID); failed {
 			message = withProbeMessage(fmt.Sprintf("Container %s failed a liveness or startup probe, will be restarted", c.Name), msg)
 			reason = "probe failed"
+			grace = probeGrace(pod, c, probes[cs.ID].Startup)
 		} else {
 			keep++
 			continue
@@ -323,7 +349,7 @@ func computePodActions(pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) po
 		if restart && pod.DeletionTimestamp == nil {
 			actions.ContainersToStart = append(actions.ContainersToStart, i)
 		}
-		actions.ContainersToKill[cs.ID] = containerToKill{name: c.Name, spec: c, message: message, reason: reason}
+		actions.ContainersToKill[cs.ID] = containerToKill{name: c.Name, spec: c, message: message, reason: reason, grace: grace}
 	}
 	if keep == 0 && len(actions.ContainersToStart) == 0 {
 		// Every regular container is done: the pod stops, and sidecars are

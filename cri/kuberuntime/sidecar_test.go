@@ -192,3 +192,35 @@ func TestIntegrationSidecarJobSucceeds(t *testing.T) {
 		t.Errorf("job state = %+v, want exit 0", cs.State)
 	}
 }
+
+// A failed probe's own terminationGracePeriodSeconds is the kill's grace
+// (at least the 2 s minimum); without it, or while the pod is being
+// deleted, the pod's grace applies.
+func TestProbeTerminationGracePeriod(t *testing.T) {
+	g := func(v int64) *int64 { return &v }
+	exec := v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}
+	p := newPod("p", "app")
+	p.Spec.TerminationGracePeriodSeconds = g(60)
+	c := &p.Spec.Containers[0]
+	c.LivenessProbe = &v1.Probe{ProbeHandler: exec, TerminationGracePeriodSeconds: g(5)}
+	c.StartupProbe = &v1.Probe{ProbeHandler: exec, TerminationGracePeriodSeconds: g(1)}
+	st := withStatuses(running(c))
+	grace := func(pod *v1.Pod, probes cri.Probes) *int64 {
+		return computePodActions(pod, st, probes).ContainersToKill["app-id"].grace
+	}
+	if got := grace(p, cri.Probes{"app-id": {Failed: true}}); got == nil || *got != 5 {
+		t.Errorf("liveness failure grace = %v, want 5", got)
+	}
+	if got := grace(p, cri.Probes{"app-id": {Failed: true, Startup: true}}); got == nil || *got != minimumGracePeriod {
+		t.Errorf("startup failure grace = %v, want the minimum %d", got, minimumGracePeriod)
+	}
+	c.LivenessProbe.TerminationGracePeriodSeconds = nil
+	if got := grace(p, cri.Probes{"app-id": {Failed: true}}); got != nil {
+		t.Errorf("no probe grace: %v, want the pod's", *got)
+	}
+	c.LivenessProbe.TerminationGracePeriodSeconds = g(5)
+	p.DeletionGracePeriodSeconds = g(10)
+	if got := grace(p, cri.Probes{"app-id": {Failed: true}}); got != nil {
+		t.Errorf("deleting pod: %v, want the deletion grace", *got)
+	}
+}

@@ -51,7 +51,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 	stopped := map[string]bool{}
 	if !actions.KillPod {
 		for id, k := range actions.ContainersToKill {
-			err := m.killContainer(ctx, pod, pod.UID, id, k.name, k.message, nil)
+			err := m.killContainer(ctx, pod, pod.UID, id, k.name, k.message, k.grace)
 			result.add(ActionKillContainer, k.name, err)
 			if err != nil {
 				klog.ErrorS(err, "Failed to kill container for a restart", "pod", klog.KObj(pod), "container", k.name, "containerID", id)

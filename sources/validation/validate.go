@@ -289,6 +289,10 @@ func validateProbe(probe *v1.Probe, path *field.Path, mustSucceedOnce bool) fiel
 	if g := probe.TerminationGracePeriodSeconds; g != nil && *g <= 0 {
 		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be > 0"))
 	}
+	if probe.TerminationGracePeriodSeconds != nil && !mustSucceedOnce {
+		// As the API server: a failed readiness probe kills nothing.
+		errs = append(errs, field.Forbidden(path.Child("terminationGracePeriodSeconds"), "must not be set for readinessProbes"))
+	}
 	return errs
 }
 
