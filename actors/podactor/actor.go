@@ -58,6 +58,8 @@ type podActor struct {
 	restart       []string
 	restartAll    bool
 
+	firstSync     time.Time     // the first sync of this worker
+	deadline      deadlineTimer // activeDeadlineSeconds
 	lastSyncTime  time.Time
 	lastSyncError string
 	lastPhase     v1.PodPhase
@@ -169,6 +171,9 @@ func (a *podActor) common(ctx actor.Context) bool {
 	case *actor.Restarting, *actor.Stopping:
 		a.cancelWork()
 		a.retry.disarm()
+		a.deadline.stop()
+	case *deadlineExceeded:
+		a.onDeadline(ctx, m)
 	case *messages.DesiredPod:
 		a.actorRestarts = m.ActorRestarts
 		if !m.Found {

@@ -25,6 +25,12 @@ func (a *podActor) syncDone(ctx actor.Context, m *workDone) {
 		klog.ErrorS(m.err, "Error syncing pod, retrying later", "pod", klog.KObj(a.pod), "podUID", a.uid)
 	}
 	a.report(ctx, m, phaseChanged)
+	if a.firstSync.IsZero() {
+		a.firstSync = a.lastSyncTime
+	}
+	if !m.terminal {
+		a.armDeadline(ctx)
+	}
 	if m.terminal {
 		klog.V(2).InfoS("Pod reached a terminal phase, terminating", "pod", klog.KObj(a.pod), "phase", a.lastPhase)
 		a.becomeTerminating(ctx, nil)

@@ -106,6 +106,7 @@ func (a *podActor) becomeTerminating(ctx actor.Context, kill *messages.KillOptio
 	}
 	a.workType = messages.TerminatingWork
 	a.kill = kill
+	a.deadline.stop()
 	g := gracePeriod(a.pod, kill)
 	a.grace = &g
 	a.behavior.Become(a.terminating)
