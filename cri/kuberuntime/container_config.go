@@ -29,9 +29,14 @@ func containerLogPath(name string, restartCount int) string {
 // restartCount-th instance. podIPs feed status.podIP env references.
 func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	budget := newEnvBudget()
-	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP, allocatable: m.opts.Allocatable, container: c.Name}, budget)
+	var skipped []string
+	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP, allocatable: m.opts.Allocatable,
+		container: c.Name, objects: m.opts.Objects, skipped: &skipped}, budget)
 	if err != nil {
 		return nil, err
+	}
+	for _, msg := range skipped {
+		m.event(pod, v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
 	}
 	defined := envMap(env)
 	command, err := expandAll(c.Command, defined, fmt.Sprintf("container %q command", c.Name), budget)

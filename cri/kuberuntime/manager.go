@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/volume"
 )
 
 // Kubelet constants this manager reproduces.
@@ -62,6 +63,9 @@ type Options struct {
 	// Allocatable is the node's: the downward API reads it for a limit a
 	// container does not set.
 	Allocatable v1.ResourceList
+	// Objects gives the ConfigMaps and Secrets that env and volumes
+	// reference; nil: pods that use them fail to start with a clear error.
+	Objects volume.Objects
 }
 
 // Manager drives one runtime for all pods of the node. It is safe for

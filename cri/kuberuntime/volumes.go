@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/cri/volume"
@@ -29,6 +30,10 @@ func (m *Manager) projectedPayload(pod *v1.Pod, vol *v1.Volume) (map[string]volu
 	switch {
 	case s.DownwardAPI != nil:
 		return volume.DownwardAPIPayload(pod, s.DownwardAPI.Items, s.DownwardAPI.DefaultMode, m.opts.Allocatable)
+	case s.ConfigMap != nil:
+		return m.configMapPayload(pod, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.DefaultMode, s.ConfigMap.Optional)
+	case s.Secret != nil:
+		return m.secretPayload(pod, s.Secret.SecretName, s.Secret.Items, s.Secret.DefaultMode, s.Secret.Optional)
 	case s.Projected != nil:
 		out := map[string]volume.File{}
 		for i, src := range s.Projected.Sources {
@@ -37,6 +42,12 @@ func (m *Manager) projectedPayload(pod *v1.Pod, vol *v1.Volume) (map[string]volu
 			switch {
 			case src.DownwardAPI != nil:
 				part, err = volume.DownwardAPIPayload(pod, src.DownwardAPI.Items, s.Projected.DefaultMode, m.opts.Allocatable)
+			case src.ConfigMap != nil:
+				part, err = m.configMapPayload(pod, src.ConfigMap.Name, src.ConfigMap.Items, s.Projected.DefaultMode, src.ConfigMap.Optional)
+			case src.Secret != nil:
+				part, err = m.secretPayload(pod, src.Secret.Name, src.Secret.Items, s.Projected.DefaultMode, src.Secret.Optional)
+			case src.ServiceAccountToken != nil:
+				err = fmt.Errorf("serviceAccountToken: not supported (no API server to issue tokens)")
 			default:
 				err = fmt.Errorf("unsupported source (downwardAPI, configMap, secret)")
 			}
@@ -90,4 +101,44 @@ func (m *Manager) refreshVolumes(pod *v1.Pod) {
 func dirExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
+}
+
+// objectsOrErr is the manager's ConfigMap and Secret source.
+func (m *Manager) objectsOrErr() (volume.Objects, error) {
+	if m.opts.Objects == nil {
+		return nil, fmt.Errorf("no ConfigMap and Secret source on this node")
+	}
+	return m.opts.Objects, nil
+}
+
+func (m *Manager) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode *int32, optional *bool) (map[string]volume.File, error) {
+	objs, err := m.objectsOrErr()
+	if err != nil {
+		return nil, err
+	}
+	opt := optional != nil && *optional
+	cm, err := objs.ConfigMap(pod.Namespace, name)
+	switch {
+	case apierrors.IsNotFound(err) && opt:
+		return map[string]volume.File{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("configmap %q not found", name)
+	}
+	return volume.KeysPayload("configmap", name, volume.ConfigMapData(cm), items, mode, opt)
+}
+
+func (m *Manager) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode *int32, optional *bool) (map[string]volume.File, error) {
+	objs, err := m.objectsOrErr()
+	if err != nil {
+		return nil, err
+	}
+	opt := optional != nil && *optional
+	sec, err := objs.Secret(pod.Namespace, name)
+	switch {
+	case apierrors.IsNotFound(err) && opt:
+		return map[string]volume.File{}, nil
+	case err != nil:
+		return nil, fmt.Errorf("secret %q not found", name)
+	}
+	return volume.KeysPayload("secret", name, sec.Data, items, mode, opt)
 }

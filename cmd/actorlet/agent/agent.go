@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,6 +33,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/sources/file"
 	"github.com/actorlet/actorlet/sources/mux"
+	"github.com/actorlet/actorlet/sources/objects"
 	"github.com/actorlet/actorlet/sources/remote"
 )
 
@@ -142,6 +144,18 @@ func (a *Agent) start(ctx context.Context) error {
 	}
 	a.recorder = events.NewRecorder(a.conn.JS, cfg.NodeName)
 	a.onShutdown(a.recorder.Stop)
+	// ConfigMaps and Secrets this node may read; a change syncs the pods
+	// that use it (once the supervisor runs).
+	var sup atomic.Pointer[actor.PID]
+	store, err := objects.Start(ctx, a.conn, cfg.NodeName, func(r objects.Ref) {
+		if pid := sup.Load(); pid != nil {
+			a.system.Root.Send(pid, &messages.ObjectChanged{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("start the ConfigMap and Secret store: %w", err)
+	}
+	a.onShutdown(store.Stop)
 	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
 		PodLogsDir:  cfg.PodLogsDir,
 		PodsDir:     filepath.Join(cfg.RootDir, "pods"),
@@ -149,10 +163,12 @@ func (a *Agent) start(ctx context.Context) error {
 		NodeName:    cfg.NodeName,
 		Recorder:    a.recorder,
 		Allocatable: allocatable(cfg.MaxPods),
+		Objects:     store,
 	})
 	if err := a.startActors(); err != nil {
 		return err
 	}
+	sup.Store(a.Supervisor())
 	if err := a.startSources(ctx); err != nil {
 		return err
 	}

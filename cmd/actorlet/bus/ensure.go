@@ -67,6 +67,14 @@ func (c *Conn) EnsureProtocolWith(ctx context.Context, s wire.ProtocolSettings) 
 			return err
 		}
 	}
+	for _, cfg := range ObjectBuckets() {
+		if err := wire.RetryTransient(ctx, func(ctx context.Context) error {
+			_, err := wire.EnsureBucket(ctx, js, cfg, false)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
 	return wire.RetryTransient(ctx, func(ctx context.Context) error {
 		_, err := wire.EnsureStream(ctx, js, wire.EventsStreamConfig(s), false)
 		return err
