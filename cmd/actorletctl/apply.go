@@ -121,7 +121,13 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 		done = append(done, a)
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d objects not applied", failed, len(manifests))
+		noun := "pods"
+		for _, m := range manifests {
+			if m.obj != nil {
+				noun = "objects"
+			}
+		}
+		return fmt.Errorf("%d of %d %s not applied", failed, len(manifests), noun)
 	}
 	if *wait {
 		wctx, cancel := context.WithTimeout(ctx, *waitTimeout)
