@@ -98,6 +98,9 @@ func (c *cli) applyObject(ctx context.Context, o *object, node string) (string, 
 		return "", fmt.Errorf("%s %s/%s is %d bytes encoded, over the NATS server's max_payload of %d bytes (raise max_payload to store objects up to 1 MiB)",
 			o.kind, meta.Namespace, meta.Name, len(data), cn.nc.MaxPayload())
 	}
+	if node == "" {
+		c.warnShadowed(qctx, kv, o.kind, meta.Namespace, meta.Name)
+	}
 	if old != nil && bytes.Equal(old.Value(), data) {
 		return "unchanged", nil
 	}
@@ -105,6 +108,23 @@ func (c *cli) applyObject(ctx context.Context, o *object, node string) (string, 
 		return "", fmt.Errorf("write %s key %q: %w", bucket, key, err)
 	}
 	return verb, nil
+}
+
+// warnShadowed says when node-scoped copies of a fleet object exist: on
+// those nodes they win over the fleet one being written.
+func (c *cli) warnShadowed(ctx context.Context, kv jetstream.KeyValue, kind, namespace, name string) {
+	es, _, err := entries(ctx, kv, "node.*."+bus.EncodeName(namespace)+"."+bus.EncodeName(name), false)
+	if err != nil || len(es) == 0 {
+		return
+	}
+	var nodes []string
+	for _, e := range es {
+		if k, err := bus.ParseObjectKey(e.Key()); err == nil {
+			nodes = append(nodes, k.Node)
+		}
+	}
+	fmt.Fprintf(c.stderr, "warning: %s %s/%s also exists for node(s) %s (applied with --node); there that copy is used, not this fleet-wide one\n",
+		strings.ToLower(kind), namespace, name, strings.Join(nodes, ", "))
 }
 
 // objectKind maps the resource names kubectl accepts to a kind.

@@ -57,6 +57,9 @@ metadata:
 	if _, err := e.kv(bus.ConfigMapsBucket).Get(context.Background(), bus.ObjectNodeKey("n1", "default", "app")); err != nil {
 		t.Fatalf("node-scoped configmap: %v", err)
 	}
+	if _, errOut, _ := e.run(context.Background(), "", "apply", "-f", file); !strings.Contains(errOut, "also exists for node(s) n1") {
+		t.Errorf("no warning that the node-scoped copy wins:\n%s", errOut)
+	}
 	table := e.mustRun("get", "secrets")
 	if !strings.Contains(table, "db") || !strings.Contains(table, "Opaque") || strings.Contains(table, "hunter2") {
 		t.Errorf("get secrets:\n%s", table)

@@ -26,6 +26,7 @@ func TestFleet(t *testing.T) {
 		{"KeyDeletedDuringGracefulDeletion", testKeyDeletedDuringGracefulDeletion},
 		{"UIDChangedInPlace", testUIDChangedInPlace},
 		{"Interactive", testInteractive},
+		{"ConfigMapsAndSecrets", testObjects},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
