@@ -113,13 +113,13 @@ func (c *cli) applyObject(ctx context.Context, o *object, node string) (string, 
 // warnShadowed says when node-scoped copies of a fleet object exist: on
 // those nodes they win over the fleet one being written.
 func (c *cli) warnShadowed(ctx context.Context, kv jetstream.KeyValue, kind, namespace, name string) {
-	es, _, err := entries(ctx, kv, "node.*."+bus.EncodeName(namespace)+"."+bus.EncodeName(name), false)
+	es, _, err := entries(ctx, kv, "node.*."+wire.EncodeName(namespace)+"."+wire.EncodeName(name), false)
 	if err != nil || len(es) == 0 {
 		return
 	}
 	var nodes []string
 	for _, e := range es {
-		if k, err := bus.ParseObjectKey(e.Key()); err == nil {
+		if k, err := wire.ParseObjectKey(e.Key()); err == nil {
 			nodes = append(nodes, k.Node)
 		}
 	}

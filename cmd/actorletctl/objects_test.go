@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/actorlet/actorlet/sources/bus"
 )
 
 // apply -f takes ConfigMaps and Secrets as kubectl does (multi-document,
@@ -45,7 +44,7 @@ metadata:
 		!strings.Contains(errOut, "metadata.name") || !strings.Contains(errOut, "1 of 3 objects not applied") {
 		t.Fatalf("apply: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
-	en, err := e.kv(bus.SecretsBucket).Get(context.Background(), bus.ObjectFleetKey("default", "db"))
+	en, err := e.kv(wire.SecretsBucket).Get(context.Background(), wire.ObjectFleetKey("default", "db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +53,7 @@ metadata:
 		t.Fatalf("stored secret: %+v %v", s, err)
 	}
 	e.run(context.Background(), "", "apply", "-f", file, "--node", "n1") // fails again for Bad_Name only
-	if _, err := e.kv(bus.ConfigMapsBucket).Get(context.Background(), bus.ObjectNodeKey("n1", "default", "app")); err != nil {
+	if _, err := e.kv(wire.ConfigMapsBucket).Get(context.Background(), wire.ObjectNodeKey("n1", "default", "app")); err != nil {
 		t.Fatalf("node-scoped configmap: %v", err)
 	}
 	if _, errOut, _ := e.run(context.Background(), "", "apply", "-f", file); !strings.Contains(errOut, "also exists for node(s) n1") {

@@ -339,7 +339,7 @@ func (a *Agent) startSources(ctx context.Context) error {
 		a.onShutdown(src.Stop)
 	}
 	src, err := remote.Start(ctx, remote.Config{
-		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
+		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), NodeTaints: cfg.RegisterWithTaints, Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
 		OnInvalid: func(key string, err error) { a.metrics.invalidUpdates.Inc() },
 	})
 	if err != nil {
@@ -356,7 +356,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 	hb, err := publish.StartHeartbeat(ctx, publish.HeartbeatConfig{
 		JS: a.conn.JS, NodeName: cfg.NodeName, Period: cfg.NodeStatusUpdateFrequency,
 		Conditions: a.nodeConditions, Version: Version, RuntimeVersion: a.runtimeVer,
-		Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods,
+		Labels: cfg.NodeLabels, Taints: cfg.RegisterWithTaints, MaxPods: cfg.MaxPods,
 	})
 	if err != nil {
 		return fmt.Errorf("start the node heartbeat: %w", err)
@@ -480,4 +480,22 @@ func (s *agentSink) PodStatusChanged(c messages.PodStatusChanged) {
 func (s *agentSink) PodStatusRemoved(pod *v1.Pod) {
 	s.next.PodStatusRemoved(pod)
 	s.metrics.forget(pod.UID)
+}
+
+// SetNodePlacement replaces, at run time, the labels (besides the
+// well-known hostname/os/arch ones) and taints by which fleet pods are
+// placed on this node: waiting fleet pods that now fit start, and
+// untolerated NoExecute taints evict running ones. (The node entry in the
+// nodes bucket keeps the start-up labels and taints.)
+func (a *Agent) SetNodePlacement(labels map[string]string, taints []v1.Taint) {
+	merged := map[string]string{}
+	for k, v := range a.nodeLabels() {
+		if _, user := a.cfg.NodeLabels[k]; !user {
+			merged[k] = v
+		}
+	}
+	for k, v := range labels {
+		merged[k] = v
+	}
+	a.remote.SetNode(merged, taints)
 }

@@ -27,6 +27,7 @@ func TestFleet(t *testing.T) {
 		{"UIDChangedInPlace", testUIDChangedInPlace},
 		{"Interactive", testInteractive},
 		{"ConfigMapsAndSecrets", testObjects},
+		{"AffinityAndTaints", testPlacement},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

@@ -37,6 +37,8 @@ type HeartbeatConfig struct {
 	RuntimeVersion string
 	// Labels are added to the well-known hostname/os/arch labels.
 	Labels map[string]string
+	// Taints are published as spec.taints (--register-with-taints).
+	Taints []v1.Taint
 	// MaxPods is the pods capacity (default podrules.DefaultMaxPods).
 	MaxPods int
 	// Clock paces the beats (default real time).
@@ -96,6 +98,7 @@ func StartHeartbeat(ctx context.Context, cfg HeartbeatConfig) (*Heartbeat, error
 		done:  make(chan struct{}),
 	}
 	h.facts.period = cfg.Period
+	h.facts.taints = append([]v1.Taint(nil), cfg.Taints...)
 	ctx, h.cancel = context.WithCancel(ctx)
 	ticker := cfg.Clock.NewTicker(cfg.Period)
 	go h.run(ctx, ticker)
