@@ -77,6 +77,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, "must be > 0"))
 	}
+	errs = append(errs, validateUnsupported(spec, path)...)
 
 	volumes := sets.New[string]()
 	for i, vol := range spec.Volumes {
