@@ -28,6 +28,7 @@ func TestFleet(t *testing.T) {
 		{"Interactive", testInteractive},
 		{"ConfigMapsAndSecrets", testObjects},
 		{"AffinityAndTaints", testPlacement},
+		{"Examples", testExamples},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
