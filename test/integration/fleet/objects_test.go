@@ -43,13 +43,13 @@ func (w *leakWatch) Write(p []byte) (int, error) {
 // update reaches the mounted files (one ..data swap) without restarting
 // the container, whose env keeps the old value; the Secret's value never
 // appears in the pod's status, the node's events, or the agent's logs
-// (at -v 6).
+// (at -v 4).
 func testObjects(t *testing.T, f *fleet) {
 	secret := "s3cr3t-" + rand.String(16)
 	w := &leakWatch{needle: []byte(secret)}
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
-	_ = fs.Set("v", "6")
+	_ = fs.Set("v", "4")
 	klog.SetOutput(w)
 	t.Cleanup(func() {
 		_ = fs.Set("v", "0")
