@@ -29,6 +29,7 @@ func TestFleet(t *testing.T) {
 		{"ConfigMapsAndSecrets", testObjects},
 		{"AffinityAndTaints", testPlacement},
 		{"Examples", testExamples},
+		{"PodLifecycleFields", testPodLifecycleFields},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
