@@ -86,6 +86,14 @@ func (c *cli) printDescription(out io.Writer, node string, d *wire.Description) 
 	}
 	fmt.Fprintf(w, "Containers:\n")
 	describeContainers(w, p.Spec.Containers, p.Status.ContainerStatuses, d.BackOffs, now)
+	if len(p.Spec.EphemeralContainers) > 0 {
+		eph := make([]v1.Container, len(p.Spec.EphemeralContainers))
+		for i := range p.Spec.EphemeralContainers {
+			eph[i] = v1.Container(p.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+		fmt.Fprintf(w, "Ephemeral Containers:\n")
+		describeContainers(w, eph, p.Status.EphemeralContainerStatuses, d.BackOffs, now)
+	}
 	fmt.Fprintf(w, "Conditions:\n  Type\tStatus\tReason\n")
 	for _, cd := range p.Status.Conditions {
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", cd.Type, cd.Status, cd.Reason)

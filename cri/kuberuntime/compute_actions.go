@@ -52,13 +52,17 @@ type podActions struct {
 	InitFailed bool
 	// ContainersToStart are indexes into pod.Spec.Containers.
 	ContainersToStart []int
+	// EphemeralContainersToStart are indexes into
+	// pod.Spec.EphemeralContainers: those never started (an ephemeral
+	// container runs once and is never restarted).
+	EphemeralContainersToStart []int
 	// ContainersToKill maps container IDs to stop.
 	ContainersToKill map[string]containerToKill
 }
 
 func (a podActions) String() string {
-	return fmt.Sprintf("KillPod=%t CreateSandbox=%t Attempt=%d StartInit=%v Start=%v Kill=%d",
-		a.KillPod, a.CreateSandbox, a.Attempt, a.InitContainersToStart, a.ContainersToStart, len(a.ContainersToKill))
+	return fmt.Sprintf("KillPod=%t CreateSandbox=%t Attempt=%d StartInit=%v Start=%v StartEphemeral=%v Kill=%d",
+		a.KillPod, a.CreateSandbox, a.Attempt, a.InitContainersToStart, a.ContainersToStart, a.EphemeralContainersToStart, len(a.ContainersToKill))
 }
 
 // shouldRestartOnFailure: the pod restarts failed containers.
@@ -319,6 +323,13 @@ func computePodActions(pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) po
 
 	if initialized := computeInitContainerActions(pod, status, probes, &actions); actions.KillPod || !initialized {
 		return actions // initialization failed or still going
+	}
+	if pod.DeletionTimestamp == nil {
+		for i := range pod.Spec.EphemeralContainers {
+			if status.FindContainerStatusByName(pod.Spec.EphemeralContainers[i].Name) == nil {
+				actions.EphemeralContainersToStart = append(actions.EphemeralContainersToStart, i)
+			}
+		}
 	}
 
 	keep := 0

@@ -51,6 +51,13 @@ func (m *Manager) GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodSt
 
 	out.InitContainerStatuses = m.apiContainerStatuses(pod, pod.Spec.InitContainers, status, true)
 	out.ContainerStatuses = m.apiContainerStatuses(pod, pod.Spec.Containers, status, false)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		eph := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+		for i := range pod.Spec.EphemeralContainers {
+			eph[i] = *ephemeralContainer(&pod.Spec.EphemeralContainers[i])
+		}
+		out.EphemeralContainerStatuses = m.apiContainerStatuses(pod, eph, status, true)
+	}
 
 	pendingInit := incompleteInitContainers(pod, out.InitContainerStatuses, out.ContainerStatuses)
 	if len(pendingInit) > 0 {

@@ -224,3 +224,42 @@ func TestProbeTerminationGracePeriod(t *testing.T) {
 		t.Errorf("deleting pod: %v, want the deletion grace", *got)
 	}
 }
+
+// An ephemeral container added to a running pod starts once, beside the
+// running containers (which are not restarted), reports its status, and is
+// not started again after it exits.
+func TestIntegrationEphemeralContainer(t *testing.T) {
+	e := newProcEnv(t)
+	pod := newPod("dbg")
+	pod.Spec.Containers = []v1.Container{{Name: "app", Image: "local/sh:1", Command: []string{"/bin/sh", "-c", "exec sleep 300"}}}
+	before := e.syncUntil(t, pod, func(s v1.PodStatus) error {
+		if s.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", s.Phase)
+		}
+		return nil
+	})
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+		Name: "debugger", Image: "local/sh:1", Command: []string{"/bin/sh", "-c", "echo debugging"}}}}
+	after := e.syncUntil(t, pod, func(s v1.PodStatus) error {
+		if len(s.EphemeralContainerStatuses) != 1 || s.EphemeralContainerStatuses[0].State.Terminated == nil {
+			return fmt.Errorf("ephemeral statuses %+v", s.EphemeralContainerStatuses)
+		}
+		return nil
+	})
+	if after.ContainerStatuses[0].ContainerID != before.ContainerStatuses[0].ContainerID {
+		t.Error("adding a debug container restarted the app")
+	}
+	for range 3 {
+		e.sync(t, pod)
+	}
+	st, _ := e.status(t, pod)
+	n := 0
+	for _, cs := range st.ContainerStatuses {
+		if cs.Name == "debugger" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("debug container instances = %d, want 1 (never restarted)", n)
+	}
+}

@@ -96,6 +96,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 			return result
 		}
 	}
+	for _, i := range actions.EphemeralContainersToStart {
+		c := ephemeralContainer(&pod.Spec.EphemeralContainers[i])
+		err := m.startContainer(ctx, pod, c, status, target)
+		result.add(ActionStartContainer, c.Name, err)
+		if ctx.Err() != nil {
+			return result
+		}
+	}
 	for _, i := range actions.ContainersToStart {
 		c := &pod.Spec.Containers[i]
 		err := m.startContainer(ctx, pod, c, status, target)

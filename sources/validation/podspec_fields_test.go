@@ -87,9 +87,6 @@ var (
 )
 
 var rejectedSetters = map[string]func(*v1.PodSpec){
-	"ephemeralContainers": func(s *v1.PodSpec) {
-		s.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
-	},
 	"hostAliases":       func(s *v1.PodSpec) { s.HostAliases = []v1.HostAlias{{IP: "10.0.0.1", Hostnames: []string{"db"}}} },
 	"runtimeClassName":  func(s *v1.PodSpec) { s.RuntimeClassName = &handler },
 	"setHostnameAsFQDN": func(s *v1.PodSpec) { s.SetHostnameAsFQDN = &yes },

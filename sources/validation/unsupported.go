@@ -13,9 +13,7 @@ func validateUnsupported(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	forbid := func(name, why string) {
 		errs = append(errs, field.Forbidden(path.Child(name), why))
 	}
-	if len(spec.EphemeralContainers) > 0 {
-		forbid("ephemeralContainers", "cannot be set in a pod's spec (as with the API server, debug containers are added to a running pod); not supported by actorlet yet")
-	}
+	errs = append(errs, validateEphemeral(spec, path.Child("ephemeralContainers"))...)
 	if len(spec.HostAliases) > 0 {
 		forbid("hostAliases", "not supported: actorlet does not manage the pod's /etc/hosts")
 	}
@@ -70,6 +68,56 @@ func unsupportedNewFields(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	}
 	if len(spec.EvictionResponders) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("evictionResponders"), "not supported: eviction requests need the API server"))
+	}
+	return errs
+}
+
+// MaxEphemeralContainers bounds the debug containers of one pod.
+const MaxEphemeralContainers = 32
+
+// validateEphemeral checks ephemeral (debug) containers as the API server
+// does: unique names among all containers, an image, and none of the
+// fields that make no sense for a container that runs once (ports,
+// probes, lifecycle, resources, restartPolicy). A targetContainerName must
+// name a regular or init container.
+func validateEphemeral(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(spec.EphemeralContainers) > MaxEphemeralContainers {
+		return append(errs, field.TooMany(path, len(spec.EphemeralContainers), MaxEphemeralContainers))
+	}
+	names := map[string]bool{}
+	for _, c := range spec.InitContainers {
+		names[c.Name] = true
+	}
+	for _, c := range spec.Containers {
+		names[c.Name] = true
+	}
+	for i := range spec.EphemeralContainers {
+		e := &spec.EphemeralContainers[i]
+		p := path.Index(i)
+		switch {
+		case e.Name == "":
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		case names[e.Name]:
+			errs = append(errs, field.Duplicate(p.Child("name"), e.Name))
+		}
+		errs = append(errs, dnsLabel(p.Child("name"), e.Name)...)
+		names[e.Name] = true
+		if e.Image == "" {
+			errs = append(errs, field.Required(p.Child("image"), ""))
+		}
+		for name, set := range map[string]bool{
+			"ports": len(e.Ports) > 0, "livenessProbe": e.LivenessProbe != nil, "readinessProbe": e.ReadinessProbe != nil,
+			"startupProbe": e.StartupProbe != nil, "lifecycle": e.Lifecycle != nil, "restartPolicy": e.RestartPolicy != nil,
+			"resources": len(e.Resources.Limits) > 0 || len(e.Resources.Requests) > 0,
+		} {
+			if set {
+				errs = append(errs, field.Forbidden(p.Child(name), "cannot be set for an ephemeral container"))
+			}
+		}
+		if t := e.TargetContainerName; t != "" && !names[t] {
+			errs = append(errs, field.NotFound(p.Child("targetContainerName"), t))
+		}
 	}
 	return errs
 }

@@ -30,6 +30,7 @@ func TestFleet(t *testing.T) {
 		{"AffinityAndTaints", testPlacement},
 		{"Examples", testExamples},
 		{"PodLifecycleFields", testPodLifecycleFields},
+		{"Debug", testDebug},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

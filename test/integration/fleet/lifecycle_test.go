@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,4 +61,39 @@ spec:
 	for _, name := range []string{"deadline", "failing", "info"} {
 		f.ctl(t, "delete", "pod", name, "--node", n.name, "--now")
 	}
+}
+
+// testDebug adds an ephemeral container to a running pod with
+// `actorletctl debug`, as kubectl debug: it runs once beside the app,
+// which keeps running, and its output is read with logs -c.
+func testDebug(t *testing.T, f *fleet) {
+	n := f.startNode(t, "dbg-n1", map[string]string{"role": "debug"}, nil)
+	file := writeManifest(t, t.TempDir(), "app.yaml", podYAML("app", "exec sleep 300"))
+	f.mustCtl(t, "apply", "-f", file, "--node", n.name)
+	p := f.waitRunning(t, n.name, "default", "app")
+	appID := containerID(t, p, "app")
+	out := f.mustCtl(t, "debug", "app", "--image", "busybox:1.36", "-c", "dbg", "--node", n.name, "--", "sh", "-c", "echo inside $HOSTNAME")
+	if !strings.Contains(out, "ephemeral container dbg added") {
+		t.Errorf("debug: %q", out)
+	}
+	f.waitPod(t, n.name, "default", "app", "with the debug container done", func(p *v1.Pod) bool {
+		return p != nil && len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Terminated != nil
+	})
+	eventually(t, waitFor, func() error {
+		if log := f.mustCtl(t, "logs", "app", "-c", "dbg", "--node", n.name); !strings.Contains(log, "inside") {
+			return fmt.Errorf("debug container log %q", log)
+		}
+		return nil
+	})
+	p = f.waitRunning(t, n.name, "default", "app")
+	if containerID(t, p, "app") != appID {
+		t.Error("adding a debug container restarted the app")
+	}
+	if d := f.mustCtl(t, "describe", "pod", "app", "--node", n.name); !strings.Contains(d, "Ephemeral Containers:") {
+		t.Errorf("describe lacks the ephemeral container:\n%s", d)
+	}
+	if r := f.ctl(t, "debug", "app", "--image", "busybox", "-c", "app", "--node", n.name); r.code == 0 || !strings.Contains(r.stderr, "Duplicate value") {
+		t.Errorf("a debug container named like the app: %s", r)
+	}
+	f.ctl(t, "delete", "pod", "app", "--node", n.name, "--now")
 }
