@@ -365,6 +365,11 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 	node := &commands.ActorNode{
 		Root: a.system.Root, Supervisor: a.actors.Supervisor, Status: a.actors.Status, Prober: a.actors.Prober,
 		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
+		Placement: func(labels map[string]string, taints []v1.Taint) {
+			a.SetNodePlacement(labels, taints)
+			hb.SetPlacement(labels, taints)
+			go func() { _ = hb.Beat(context.Background()) }() // show it now, not at the next period
+		},
 	}
 	if st, ok := a.runtime.(commands.StreamingRuntime); ok {
 		node.Streaming = st

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -28,13 +29,22 @@ func testPlacement(t *testing.T, f *fleet) {
           - {key: zone, operator: In, values: [a]}`))
 	f.mustCtl(t, "apply", "-f", file, "--selector", "role=aff")
 
-	n.mu.Lock()
-	a := n.agent
-	n.mu.Unlock()
-	a.SetNodePlacement(map[string]string{"role": "aff", "zone": "a"}, nil)
+	if r := f.ctl(t, "label", "node", n.name, "zone=a"); r.code == 0 || !strings.Contains(r.stderr, "--overwrite") {
+		t.Errorf("label without --overwrite: %s", r)
+	}
+	f.mustCtl(t, "label", "node", n.name, "zone=a", "--overwrite")
 	f.waitRunning(t, n.name, "default", "zoned")
-	a.SetNodePlacement(map[string]string{"role": "aff", "zone": "a"}, []v1.Taint{{Key: "maint", Effect: v1.TaintEffectNoExecute}})
+	eventually(t, waitFor, func() error {
+		if nodes := f.mustCtl(t, "get", "nodes", "-o", "json"); !strings.Contains(nodes, `"zone":"a"`) && !strings.Contains(nodes, `"zone": "a"`) {
+			return fmt.Errorf("the node entry does not show zone=a yet")
+		}
+		return nil
+	})
+	f.mustCtl(t, "label", "node", n.name, "zone-")
+	f.waitRunning(t, n.name, "default", "zoned") // IgnoredDuringExecution
+	f.mustCtl(t, "taint", "node", n.name, "maint=now:NoExecute")
 	f.waitGone(t, n.name, "default", "zoned")
+	f.mustCtl(t, "taint", "node", n.name, "maint-")
 
 	plain := writeManifest(t, dir, "plain.yaml", podYAML("plain", "exec sleep 300"))
 	tolerant := writeManifest(t, dir, "tolerant.yaml", podYAML("tolerant", "exec sleep 300", `  tolerations:
