@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"sync"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/sources/validation"
 )
 
@@ -67,27 +67,37 @@ type Store struct {
 	wg     sync.WaitGroup
 }
 
-// Start watches both buckets for node. onChange (may be nil) is called,
-// from the watch goroutines, for every object that changed or went away.
+// Start watches both buckets for node, through the node's own consumer
+// on each (busauth.NodeObjectConsumers: node.<node>.> and fleet.>), reset
+// to the start on every (re)watch, as the desired pods are read: nodes may
+// not create consumers (docs/security.md). A bucket or consumer that is not
+// there yet is waited for (logged once), never an error here. onChange
+// (may be nil) is called, from the watch goroutines, for every object that
+// changed or went away.
 func Start(ctx context.Context, conn *bus.Conn, node string, onChange func(Ref)) (*Store, error) {
 	if onChange == nil {
 		onChange = func(Ref) {}
 	}
+	if conn == nil || conn.JS == nil {
+		return nil, errors.New("objects: no bus connection")
+	}
 	s := &Store{node: node, onChange: onChange, configMaps: map[[2]string]scoped[v1.ConfigMap]{},
 		secrets: map[[2]string]scoped[v1.Secret]{}, ready: map[string]bool{}}
-	kvs := map[string]jetstream.KeyValue{}
-	for _, b := range []string{wire.ConfigMapsBucket, wire.SecretsBucket} {
-		kv, err := conn.JS.KeyValue(ctx, b)
-		if err != nil {
-			return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", b, err)
-		}
-		kvs[b] = kv
-	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	for b, kv := range kvs {
+	for _, b := range []string{wire.ConfigMapsBucket, wire.SecretsBucket} {
+		resync := make(chan struct{}, 1)
+		unregister := conn.OnReconnect(func() {
+			select {
+			case resync <- struct{}{}:
+			default:
+			}
+		})
 		s.wg.Add(1)
-		go s.run(runCtx, b, kv)
+		go func() {
+			defer unregister()
+			s.run(runCtx, conn.JS, b, resync)
+		}()
 	}
 	return s, nil
 }
@@ -126,51 +136,75 @@ func (s *Store) Secret(namespace, name string) (*v1.Secret, error) {
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
 }
 
-func (s *Store) run(ctx context.Context, bucket string, kv jetstream.KeyValue) {
+// errResync ends a watch after a reconnect: the consumer is reset and read
+// again from the start.
+var errResync = errors.New("reconnected")
+
+func (s *Store) run(ctx context.Context, js jetstream.JetStream, bucket string, resync chan struct{}) {
 	defer s.wg.Done()
 	backoff := rewatchBase
+	logged := false // one log line per outage, not one per retry
 	for {
-		err := s.watch(ctx, bucket, kv)
+		synced, err := s.watch(ctx, js, bucket, resync)
 		if ctx.Err() != nil {
 			return
 		}
-		klog.ErrorS(err, "Watching objects failed, retrying", "bucket", bucket, "backoff", backoff)
+		if synced {
+			backoff, logged = rewatchBase, false
+		}
+		if errors.Is(err, errResync) {
+			klog.V(2).InfoS("Re-reading objects after reconnect", "bucket", bucket)
+			continue
+		}
+		if !logged {
+			klog.ErrorS(err, "Reading objects failed, retrying until it works (pods using them wait)", "bucket", bucket, "node", s.node)
+			logged = true
+		} else {
+			klog.V(4).InfoS("Reading objects failed again", "bucket", bucket, "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-resync:
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, rewatchMax)
 	}
 }
 
-func (s *Store) watch(ctx context.Context, bucket string, kv jetstream.KeyValue) error {
+// watch reads bucket through the node's consumer until it fails, a
+// reconnect asks for a fresh read, or ctx ends. synced says whether the
+// stored entries were all applied.
+func (s *Store) watch(ctx context.Context, js jetstream.JetStream, bucket string, resync chan struct{}) (synced bool, err error) {
+	select { // a fresh read makes a pending resync moot
+	case <-resync:
+	default:
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := kv.WatchFiltered(wctx, []string{wire.ObjectNodeWatch(s.node), wire.ObjectFleetWatch})
+	consumer := wire.NodeObjectConsumer(s.node)
+	w, err := bus.WatchConsumer(wctx, js, bucket, consumer)
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", bucket, err)
+		return false, fmt.Errorf("read %s through consumer %s: %w", bucket, consumer, err)
 	}
-	defer func() {
-		_ = w.Stop()
-		go func() {
-			for range w.Updates() {
-			}
-		}()
-	}()
+	defer w.Stop()
+	// The consumer delivers every stored entry (older revisions too, in
+	// order): the latest per key wins, as in a KV watch.
 	seen := map[string]bool{}
 	initial := true
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return !initial, ctx.Err()
+		case <-resync:
+			return !initial, errResync
 		case e, ok := <-w.Updates():
 			if !ok {
-				return errors.New("watcher closed")
+				return !initial, errors.New("consumer read ended")
 			}
 			if e == nil {
 				if initial {
-					// A re-watch: keys gone while we were away are dropped.
+					// A re-read: keys gone while we were away are dropped.
 					s.dropUnseen(bucket, seen)
 					s.mu.Lock()
 					s.ready[bucket] = true

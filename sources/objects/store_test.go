@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"sync"
 	"testing"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/messages/wire/busauth"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -65,14 +66,16 @@ func cm(ns, name, value string) *v1.ConfigMap {
 
 // The store sees its node's scope and the fleet's (node-scoped wins), not
 // other nodes', follows updates and deletes, and skips bad values without
-// losing the good ones.
+// losing the good ones. It reads as node n1 on a secured bus (its own
+// consumers, no right to create any); the operator writes.
 func TestStoreScopesAndUpdates(t *testing.T) {
-	srv := bustest.StartServer(t, bustest.ServerOptions{})
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
 	conn := bustest.ConnectWithProtocol(t, srv)
+	node := bustest.ConnectNode(t, srv, "n1")
 	put(t, conn, wire.ConfigMapsBucket, wire.ObjectFleetKey("default", "app"), cm("default", "app", "fleet"))
 	put(t, conn, wire.ConfigMapsBucket, wire.ObjectNodeKey("other", "default", "theirs"), cm("default", "theirs", "x"))
 	var ch changes
-	s, err := Start(context.Background(), conn, "n1", ch.add)
+	s, err := Start(context.Background(), node, "n1", ch.add)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,4 +121,59 @@ func TestStoreScopesAndUpdates(t *testing.T) {
 	if !ch.has(Ref{Kind: "Secret", Namespace: "default", Name: "db"}) || !ch.has(Ref{Kind: "ConfigMap", Namespace: "default", Name: "app"}) {
 		t.Errorf("changes = %v", ch.got)
 	}
+}
+
+// A node whose object buckets and consumers are not there yet starts its
+// store anyway; the store picks the objects up once an operator creates
+// them.
+func TestStoreWaitsForBuckets(t *testing.T) {
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
+	admin := bustest.Connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := admin.EnsurePodProtocol(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := busauth.EnsureNodeConsumers(ctx, admin.JS, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	creds, err := srv.Auth.IssueNode("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := srv.Auth.NodeCredsPath("n1")
+	if err := busauth.WriteCreds(p, creds); err != nil {
+		t.Fatal(err)
+	}
+	node, err := bus.Connect(ctx, bus.Options{URL: srv.ClientURL(), CredsFile: p, InboxPrefix: busauth.NodeInboxPrefix("n1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	// As the node: the object buckets cannot be created, and that is not
+	// fatal to the store.
+	denyCtx, denyCancel := context.WithTimeout(ctx, 2*time.Second)
+	defer denyCancel()
+	if err := node.EnsureObjectBuckets(denyCtx); err == nil {
+		t.Fatal("a node created the object buckets")
+	}
+	s, err := Start(ctx, node, "n1", nil)
+	if err != nil {
+		t.Fatalf("Start without object buckets: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	if s.Ready() {
+		t.Fatal("ready without buckets")
+	}
+	if err := admin.EnsureObjectBuckets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := busauth.EnsureNodeObjectConsumers(ctx, admin.JS, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	put(t, admin, wire.SecretsBucket, wire.ObjectNodeKey("n1", "default", "db"), &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}, Data: map[string][]byte{"password": []byte("pw")}})
+	testutil.Until(t, 15*time.Second, "secret after provisioning", func() bool {
+		got, err := s.Secret("default", "db")
+		return s.Ready() && err == nil && string(got.Data["password"]) == "pw"
+	})
 }
