@@ -177,3 +177,37 @@ func TestStoreWaitsForBuckets(t *testing.T) {
 		return s.Ready() && err == nil && string(got.Data["password"]) == "pw"
 	})
 }
+
+// After the server restarts (the node reconnects), the store re-reads its
+// consumers from the start and keeps following changes.
+func TestStoreFollowsAfterReconnect(t *testing.T) {
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
+	admin := bustest.ConnectWithProtocol(t, srv)
+	node := bustest.ConnectNode(t, srv, "n1")
+	put(t, admin, wire.ConfigMapsBucket, wire.ObjectNodeKey("n1", "default", "app"), cm("default", "app", "v1"))
+	s, err := Start(context.Background(), node, "n1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	testutil.Until(t, 10*time.Second, "v1", func() bool {
+		got, err := s.ConfigMap("default", "app")
+		return err == nil && got.Data["k"] == "v1"
+	})
+	srv.Restart()
+	testutil.Until(t, 15*time.Second, "both reconnected", func() bool {
+		return node.NC.IsConnected() && admin.NC.IsConnected()
+	})
+	testutil.Until(t, 15*time.Second, "v2 after reconnect", func() bool {
+		kv, err := admin.JS.KeyValue(context.Background(), wire.ConfigMapsBucket)
+		if err != nil {
+			return false
+		}
+		data, _ := json.Marshal(cm("default", "app", "v2"))
+		if _, err := kv.Put(context.Background(), wire.ObjectNodeKey("n1", "default", "app"), data); err != nil {
+			return false
+		}
+		got, err := s.ConfigMap("default", "app")
+		return err == nil && got.Data["k"] == "v2"
+	})
+}
