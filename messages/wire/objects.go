@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // ConfigMaps and Secrets live in two KV buckets, one per kind, so a NATS
@@ -70,4 +73,32 @@ func ParseObjectKey(key string) (DesiredKey, error) {
 		return k, fmt.Errorf("object key: %s", strings.TrimPrefix(err.Error(), "desired key "))
 	}
 	return k, nil
+}
+
+// ObjectsHistory is the history kept of each ConfigMap and Secret.
+const ObjectsHistory = 1
+
+// ObjectBuckets returns the KV bucket configurations of ConfigMaps and
+// Secrets (ConfigMapsBucket, SecretsBucket).
+func ObjectBuckets() []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{Bucket: ConfigMapsBucket, Description: "actorlet ConfigMaps (operators write, nodes read their scope)", History: ObjectsHistory,
+			Storage: jetstream.FileStorage, Replicas: 1, MaxValueSize: MaxObjectValueSize},
+		{Bucket: SecretsBucket, Description: "actorlet Secrets (operators write, nodes read their scope)", History: ObjectsHistory,
+			Storage: jetstream.FileStorage, Replicas: 1, MaxValueSize: MaxObjectValueSize},
+	}
+}
+
+// EnsureObjectBuckets creates the object buckets that are missing and
+// leaves existing ones as they are (EnsureBucket without enforcing).
+func EnsureObjectBuckets(ctx context.Context, js jetstream.JetStream) error {
+	for _, cfg := range ObjectBuckets() {
+		if err := RetryTransient(ctx, func(ctx context.Context) error {
+			_, err := EnsureBucket(ctx, js, cfg, false)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -131,7 +131,7 @@ func TestStoreWaitsForBuckets(t *testing.T) {
 	admin := bustest.Connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := admin.EnsurePodProtocol(ctx); err != nil {
+	if err := admin.EnsurePodProtocolWith(ctx, wire.ProtocolSettings{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := busauth.EnsureNodeConsumers(ctx, admin.JS, "n1"); err != nil {

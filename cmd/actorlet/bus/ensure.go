@@ -92,13 +92,5 @@ func (c *Conn) EnsurePodProtocolWith(ctx context.Context, s wire.ProtocolSetting
 // the others. A node's credentials may not create them: its object store
 // then waits until an operator has.
 func (c *Conn) EnsureObjectBuckets(ctx context.Context) error {
-	for _, cfg := range ObjectBuckets() {
-		if err := wire.RetryTransient(ctx, func(ctx context.Context) error {
-			_, err := wire.EnsureBucket(ctx, c.JS, cfg, false)
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return wire.EnsureObjectBuckets(ctx, c.JS)
 }
