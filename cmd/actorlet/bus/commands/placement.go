@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/nats-io/nats.go/micro"
@@ -18,9 +20,17 @@ type PlacementSetter interface {
 }
 
 func (s *Service) placement(ctx context.Context, req micro.Request) (any, error) {
+	// Strict: the request replaces the node's labels and taints, so a body
+	// with other fields (a request meant for another verb) must not clear
+	// them.
 	var r wire.PlacementRequest
-	if err := decode(req, &r); err != nil {
-		return nil, err
+	if len(req.Data()) == 0 {
+		return nil, wire.BadRequest("body", "empty request")
+	}
+	dec := json.NewDecoder(bytes.NewReader(req.Data()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, wire.BadRequest("body", err.Error())
 	}
 	setter, ok := s.node.(PlacementSetter)
 	if !ok {
