@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,10 +51,18 @@ func testObjects(t *testing.T, f *fleet) {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("v", "4")
-	klog.SetOutput(w)
+	// klog writes to the output set here only when not logging to stderr
+	// (go test -v keeps logtostderr): then the watch copies to stderr.
+	_ = fs.Set("logtostderr", "false")
+	if testing.Verbose() {
+		klog.SetOutput(io.MultiWriter(w, os.Stderr))
+	} else {
+		klog.SetOutput(w)
+	}
 	t.Cleanup(func() {
 		_ = fs.Set("v", "0")
 		if testing.Verbose() {
+			_ = fs.Set("logtostderr", "true")
 			klog.SetOutput(os.Stderr)
 		} else {
 			klog.SetOutput(nopWriter{})
