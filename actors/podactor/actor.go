@@ -19,6 +19,7 @@ import (
 type probeFailure struct {
 	containerID string
 	message     string
+	startup     bool // the startup probe failed (else liveness)
 }
 
 // podActor is the worker of one pod UID. Its fields are touched only from
@@ -50,9 +51,15 @@ type podActor struct {
 	restartRequested bool
 
 	failedProbes map[string]probeFailure // by container name
-	restart      []string
-	restartAll   bool
+	// startedProbes: container name → the instance whose startup probe
+	// succeeded (a sidecar with a startup probe holds back the next
+	// container until then).
+	startedProbes map[string]string
+	restart       []string
+	restartAll    bool
 
+	firstSync     time.Time     // the first sync of this worker
+	deadline      deadlineTimer // activeDeadlineSeconds
 	lastSyncTime  time.Time
 	lastSyncError string
 	lastPhase     v1.PodPhase
@@ -76,7 +83,7 @@ func Props(cfg Config, uid types.UID) (*actor.Props, error) {
 	cfg = cfg.withDefaults()
 	var incarnations atomic.Int64
 	return actor.PropsFromProducer(func() actor.Actor {
-		a := &podActor{cfg: cfg, uid: uid, incarnation: incarnations.Add(1), behavior: actor.NewBehavior(), failedProbes: map[string]probeFailure{}}
+		a := &podActor{cfg: cfg, uid: uid, incarnation: incarnations.Add(1), behavior: actor.NewBehavior(), failedProbes: map[string]probeFailure{}, startedProbes: map[string]string{}}
 		a.actorRestarts = int(a.incarnation - 1)
 		a.behavior.Become(a.syncing)
 		return a
@@ -165,6 +172,9 @@ func (a *podActor) common(ctx actor.Context) bool {
 	case *actor.Restarting, *actor.Stopping:
 		a.cancelWork()
 		a.retry.disarm()
+		a.deadline.stop()
+	case *deadlineExceeded:
+		a.onDeadline(ctx, m)
 	case *messages.DesiredPod:
 		a.actorRestarts = m.ActorRestarts
 		if !m.Found {

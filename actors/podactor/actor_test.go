@@ -362,3 +362,22 @@ func TestDeletionIsReportedBeforeTheKillEnds(t *testing.T) {
 		return last.Pod.DeletionTimestamp != nil && last.Status.Phase == v1.PodRunning
 	})
 }
+
+// A sidecar's startup success syncs the pod and is passed to SyncPod (the
+// next container may start); a regular container's does not sync.
+func TestSidecarStartupSuccessSyncsAndIsPassed(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{{ID: "s1", Name: "proxy", State: cri.ContainerStateRunning}}})
+	p := testPod("u1", 1, nil)
+	always := v1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "envoy", RestartPolicy: &always}}
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "first sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	h.send(&messages.ProbeResultChanged{PodUID: "u1", ContainerName: "proxy", ContainerID: "containerd://s1", Kind: messages.Startup, Result: messages.ProbeSuccess})
+	eventually(t, "sync on the sidecar's startup success", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
+	if st := h.rt.Calls(fake.OpSyncPod)[1].Started; !st["s1"] {
+		t.Fatalf("started = %v, want s1", st)
+	}
+	h.send(&messages.ProbeResultChanged{PodUID: "u1", ContainerName: p.Spec.Containers[0].Name, ContainerID: "c1", Kind: messages.Startup, Result: messages.ProbeSuccess})
+	h.never("sync on a regular container's startup success", func() bool { return h.rt.Count(fake.OpSyncPod) != 2 })
+}

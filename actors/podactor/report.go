@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/cri"
@@ -24,6 +25,12 @@ func (a *podActor) syncDone(ctx actor.Context, m *workDone) {
 		klog.ErrorS(m.err, "Error syncing pod, retrying later", "pod", klog.KObj(a.pod), "podUID", a.uid)
 	}
 	a.report(ctx, m, phaseChanged)
+	if a.firstSync.IsZero() {
+		a.firstSync = a.lastSyncTime
+	}
+	if !m.terminal {
+		a.armDeadline(ctx)
+	}
 	if m.terminal {
 		klog.V(2).InfoS("Pod reached a terminal phase, terminating", "pod", klog.KObj(a.pod), "phase", a.lastPhase)
 		a.becomeTerminating(ctx, nil)
@@ -108,16 +115,28 @@ func (a *podActor) notifyState(ctx actor.Context) {
 }
 
 // probeResult remembers liveness and startup failures per container
-// instance and syncs the pod so the runtime restarts the container.
+// instance and syncs the pod so the runtime restarts the container. A
+// sidecar's startup success is remembered too and syncs the pod: the next
+// init container or the regular containers start once it is started.
 func (a *podActor) probeResult(ctx actor.Context, m *messages.ProbeResultChanged) {
 	if m.Kind == messages.Readiness {
 		return
+	}
+	if m.Kind == messages.Startup {
+		if m.Result == messages.ProbeSuccess {
+			a.startedProbes[m.ContainerName] = runtimeContainerID(m.ContainerID)
+			if a.workType == messages.SyncWork && a.pod != nil && isSidecar(a.pod, m.ContainerName) {
+				a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
+			}
+		} else {
+			delete(a.startedProbes, m.ContainerName)
+		}
 	}
 	if m.Result != messages.ProbeFailure {
 		delete(a.failedProbes, m.ContainerName)
 		return
 	}
-	a.failedProbes[m.ContainerName] = probeFailure{containerID: runtimeContainerID(m.ContainerID), message: m.Message}
+	a.failedProbes[m.ContainerName] = probeFailure{containerID: runtimeContainerID(m.ContainerID), message: m.Message, startup: m.Kind == messages.Startup}
 	if a.workType == messages.SyncWork && a.pod != nil {
 		a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
 	}
@@ -133,14 +152,30 @@ func runtimeContainerID(id string) string {
 	return id
 }
 
-// probeMap is the failedProbes argument of SyncPod: container ID → message.
-func (a *podActor) probeMap() map[string]string {
-	if len(a.failedProbes) == 0 {
+// isSidecar reports whether name is a restartable init container of pod.
+func isSidecar(pod *v1.Pod, name string) bool {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
+}
+
+// probeMap is the probes argument of SyncPod, by container ID.
+func (a *podActor) probeMap() cri.Probes {
+	if len(a.failedProbes) == 0 && len(a.startedProbes) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(a.failedProbes))
+	out := make(cri.Probes, len(a.failedProbes)+len(a.startedProbes))
+	for _, id := range a.startedProbes {
+		out[id] = cri.ProbeState{Started: true}
+	}
 	for _, f := range a.failedProbes {
-		out[f.containerID] = f.message
+		s := out[f.containerID]
+		s.Failed, s.Message, s.Startup = true, f.message, f.startup
+		out[f.containerID] = s
 	}
 	return out
 }
@@ -153,6 +188,11 @@ func (a *podActor) pruneProbes(s *cri.PodStatus) {
 	for name, f := range a.failedProbes {
 		if c := s.FindContainerStatusByName(name); c != nil && c.ID != f.containerID {
 			delete(a.failedProbes, name)
+		}
+	}
+	for name, id := range a.startedProbes {
+		if c := s.FindContainerStatusByName(name); c != nil && c.ID != id {
+			delete(a.startedProbes, name)
 		}
 	}
 }

@@ -16,10 +16,11 @@ import (
 // ctx: a canceled context stops the call promptly.
 type Runtime interface {
 	// SyncPod brings the pod's containers towards the spec given the runtime
-	// status; failedProbes maps container IDs whose liveness or startup probe
-	// failed to the failure message (those containers are restarted). It
+	// status; probes holds, by container ID, liveness or startup failures
+	// (those containers are restarted) and startup successes (a sidecar
+	// with a startup probe holds back the next container until then). It
 	// returns nil when every action succeeded.
-	SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) error
+	SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) error
 	// KillPod stops every container and sandbox of running. pod is nil for
 	// an orphan. gracePeriodOverride, when set, is the grace period to use.
 	KillPod(ctx context.Context, pod *v1.Pod, running *cri.Pod, gracePeriodOverride *int64) error

@@ -106,6 +106,7 @@ func (a *podActor) becomeTerminating(ctx actor.Context, kill *messages.KillOptio
 	}
 	a.workType = messages.TerminatingWork
 	a.kill = kill
+	a.deadline.stop()
 	g := gracePeriod(a.pod, kill)
 	a.grace = &g
 	a.behavior.Become(a.terminating)
@@ -113,6 +114,7 @@ func (a *podActor) becomeTerminating(ctx actor.Context, kill *messages.KillOptio
 		a.cancelWork()
 	}
 	a.failedProbes = map[string]probeFailure{}
+	a.startedProbes = map[string]string{}
 	a.restart, a.restartAll = nil, false
 	a.notifyState(ctx)
 	if a.pod != nil && a.pod.DeletionTimestamp != nil && a.lastStatus != nil {
@@ -145,7 +147,7 @@ func (a *podActor) startNext(ctx actor.Context) {
 	cfg := a.cfg
 	switch a.workType {
 	case messages.SyncWork:
-		j := syncJob{uid: a.uid, pod: a.pod, minTime: a.lastSyncTime, failedProbes: a.probeMap(),
+		j := syncJob{uid: a.uid, pod: a.pod, minTime: a.lastSyncTime, probes: a.probeMap(),
 			restart: a.restart, restartAll: a.restartAll, readRuntime: a.readRuntime}
 		a.restart, a.restartAll, a.readRuntime = nil, false, false
 		a.launch(ctx, workSync, func(wctx context.Context) workDone { return runSync(wctx, cfg, j) })

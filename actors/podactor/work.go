@@ -50,12 +50,12 @@ type workDone struct {
 
 // syncJob is the input of a sync, copied out of the actor.
 type syncJob struct {
-	uid          types.UID
-	pod          *v1.Pod
-	minTime      time.Time
-	failedProbes map[string]string
-	restart      []string // container names to restart first
-	restartAll   bool
+	uid        types.UID
+	pod        *v1.Pod
+	minTime    time.Time
+	probes     cri.Probes
+	restart    []string // container names to restart first
+	restartAll bool
 	// readRuntime reads the pod's status from the runtime instead of
 	// waiting for the PLEG cache: a back-off's end is no runtime event, and
 	// in evented mode the cache only moves on at the next freshness tick
@@ -96,7 +96,7 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 		r.terminal = true
 		return r
 	}
-	if err := cfg.Runtime.SyncPod(ctx, j.pod, status, j.failedProbes); err != nil {
+	if err := cfg.Runtime.SyncPod(ctx, j.pod, status, j.probes); err != nil {
 		r.err = fmt.Errorf("sync pod %q: %w", j.uid, err)
 	}
 	if !steady(j.pod, api) && ctx.Err() == nil {

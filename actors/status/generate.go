@@ -92,7 +92,7 @@ func keepTerminal(pod *v1.Pod, s *v1.PodStatus, old *v1.PodStatus) {
 			if p == nil || p.State.Terminated == nil || cur[i].State.Terminated != nil {
 				continue
 			}
-			if podTerminal || !mayRestart(pod.Spec.RestartPolicy, p.State.Terminated.ExitCode) {
+			if podTerminal || (!isSidecar(pod, cur[i].Name) && !mayRestart(pod.Spec.RestartPolicy, p.State.Terminated.ExitCode)) {
 				cur[i].State = *p.State.DeepCopy()
 			}
 		}
@@ -109,6 +109,22 @@ func mayRestart(policy v1.RestartPolicy, exitCode int32) bool {
 		return exitCode != 0
 	}
 	return true
+}
+
+// isSidecar reports whether name is a restartable init container of pod:
+// it restarts whatever the pod's restartPolicy.
+func isSidecar(pod *v1.Pod, name string) bool {
+	c := findContainer(pod.Spec.InitContainers, name)
+	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+func hasSidecar(pod *v1.Pod) bool {
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(pod, pod.Spec.InitContainers[i].Name) {
+			return true
+		}
+	}
+	return false
 }
 
 func findStatus(statuses []v1.ContainerStatus, name string) *v1.ContainerStatus {
@@ -130,25 +146,31 @@ func findContainer(containers []v1.Container, name string) *v1.Container {
 }
 
 // applyContainerReadiness sets started and ready on every container: an
-// init container is ready once it exited 0; a regular one is started when
-// running with its startup probe (if any) succeeded, and ready when started
-// with its readiness probe (if any) succeeded.
+// init container is ready once it exited 0; a regular one or a sidecar is
+// started when running with its startup probe (if any) succeeded, and
+// ready when started with its readiness probe (if any) succeeded.
 func applyContainerReadiness(pod *v1.Pod, s *v1.PodStatus, probes probeResults) {
-	for i := range s.InitContainerStatuses {
-		cs := &s.InitContainerStatuses[i]
-		started := cs.State.Running != nil
-		cs.Started = &started
-		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
-	}
-	for i := range s.ContainerStatuses {
-		cs := &s.ContainerStatuses[i]
-		spec := findContainer(pod.Spec.Containers, cs.Name)
+	probed := func(cs *v1.ContainerStatus, spec *v1.Container) {
 		running := cs.State.Running != nil && !podrules.IsTerminal(s.Phase)
 		started := running &&
 			(spec == nil || spec.StartupProbe == nil || probes.succeeded(cs.Name, cs.ContainerID, messages.Startup))
 		cs.Started = &started
 		cs.Ready = started &&
 			(spec == nil || spec.ReadinessProbe == nil || probes.succeeded(cs.Name, cs.ContainerID, messages.Readiness))
+	}
+	for i := range s.InitContainerStatuses {
+		cs := &s.InitContainerStatuses[i]
+		if isSidecar(pod, cs.Name) {
+			probed(cs, findContainer(pod.Spec.InitContainers, cs.Name))
+			continue
+		}
+		started := cs.State.Running != nil
+		cs.Started = &started
+		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+	}
+	for i := range s.ContainerStatuses {
+		cs := &s.ContainerStatuses[i]
+		probed(cs, findContainer(pod.Spec.Containers, cs.Name))
 	}
 }
 
@@ -170,8 +192,14 @@ func generateConditions(pod *v1.Pod, s *v1.PodStatus) []v1.PodCondition {
 	if _, ok := byType[v1.PodScheduled]; !ok {
 		byType[v1.PodScheduled] = v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}
 	}
-	if _, ok := byType[v1.PodInitialized]; !ok {
-		byType[v1.PodInitialized] = initializedCondition(pod, s)
+	if _, ok := byType[v1.PodInitialized]; !ok || hasSidecar(pod) {
+		// A sidecar counts as initialized once started (its startup probe
+		// succeeded): only this actor knows the probe results.
+		c := initializedCondition(pod, s)
+		if old, ok := byType[v1.PodInitialized]; ok && old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		byType[v1.PodInitialized] = c
 	}
 	containersReady := containersReadyCondition(pod, s)
 	conds := append(extra,
@@ -183,13 +211,27 @@ func generateConditions(pod *v1.Pod, s *v1.PodStatus) []v1.PodCondition {
 	return conds
 }
 
-// initializedCondition is used when the runtime manager did not say: every
-// init container must have exited 0.
+// initializedCondition is used when the runtime manager did not say, and
+// for pods with sidecars: every init container must have exited 0 and
+// every sidecar must be started, unless a regular container has already
+// run (initialization finished earlier; a sidecar may be restarting).
 func initializedCondition(pod *v1.Pod, s *v1.PodStatus) v1.PodCondition {
+	for _, cs := range s.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+		}
+	}
 	var incomplete []string
 	for _, c := range pod.Spec.InitContainers {
 		cs := findStatus(s.InitContainerStatuses, c.Name)
-		if cs == nil || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 {
+		switch {
+		case cs == nil:
+			incomplete = append(incomplete, c.Name)
+		case isSidecar(pod, c.Name):
+			if cs.Started == nil || !*cs.Started {
+				incomplete = append(incomplete, c.Name)
+			}
+		case cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0:
 			incomplete = append(incomplete, c.Name)
 		}
 	}
@@ -199,8 +241,8 @@ func initializedCondition(pod *v1.Pod, s *v1.PodStatus) v1.PodCondition {
 	return podrules.InitializedCondition(incomplete)
 }
 
-// containersReadyCondition is True when every container of the spec has a
-// ready status.
+// containersReadyCondition is True when every container of the spec, and
+// every sidecar, has a ready status.
 func containersReadyCondition(pod *v1.Pod, s *v1.PodStatus) v1.PodCondition {
 	cond := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse}
 	if s.ContainerStatuses == nil {
@@ -208,6 +250,17 @@ func containersReadyCondition(pod *v1.Pod, s *v1.PodStatus) v1.PodCondition {
 		return cond
 	}
 	var unknown, unready []string
+	for _, c := range pod.Spec.InitContainers {
+		if !isSidecar(pod, c.Name) {
+			continue
+		}
+		switch cs := findStatus(s.InitContainerStatuses, c.Name); {
+		case cs == nil:
+			unknown = append(unknown, c.Name)
+		case !cs.Ready:
+			unready = append(unready, c.Name)
+		}
+	}
 	for _, c := range pod.Spec.Containers {
 		cs := findStatus(s.ContainerStatuses, c.Name)
 		switch {

@@ -118,6 +118,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.probeResult(ctx, m)
 	case *messages.TerminatePod:
 		s.terminatePod(ctx, m)
+	case *messages.ObjectChanged:
+		s.objectChanged(ctx, m)
 	case *messages.RestartPod:
 		if w := s.liveWorker(m.UID); w != nil {
 			ctx.Send(w.pid, m)

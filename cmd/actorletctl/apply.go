@@ -30,10 +30,11 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// manifest is one pod read from a file.
+// manifest is one pod, ConfigMap or Secret read from a file.
 type manifest struct {
 	source string // "file.yaml" or "file.yaml (document 2)"
 	pod    *v1.Pod
+	obj    *object // a ConfigMap or Secret instead of a pod
 	err    error
 }
 
@@ -47,7 +48,7 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 	fs := c.flags("apply")
 	var files stringList
 	fs.Var(&files, "f", "file, directory (*.yaml, *.yml, *.json) or - for stdin; repeatable")
-	node := fs.String("node", "", "node to run the pods on (default: the only registered node)")
+	node := fs.String("node", "", "node to run the pods on (default: the only registered node); for ConfigMaps and Secrets: the only node that may read them (default: every node)")
 	selector := fs.String("selector", "", "run the pods on every node with these labels (k=v,...): a fleet pod")
 	wait := fs.Bool("wait", false, "wait until every pod is running (or failed)")
 	waitTimeout := fs.Duration("wait-timeout", 5*time.Minute, "how long --wait waits")
@@ -77,16 +78,11 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 		}
 		manifests = append(manifests, m...)
 	}
-	kv, err := c.bucket(ctx, wire.DesiredBucket)
-	if err != nil {
-		return err
-	}
+	// ConfigMaps and Secrets first, as kubectl users order them: a pod
+	// applied in the same run finds them.
+	sort.SliceStable(manifests, func(i, j int) bool { return manifests[i].obj != nil && manifests[j].obj == nil })
+	var kv jetstream.KeyValue
 	target := *node
-	if target == "" && sel == nil {
-		if target, err = c.onlyNode(ctx); err != nil {
-			return err
-		}
-	}
 	var done []applied
 	failed := 0
 	for _, m := range manifests {
@@ -94,6 +90,26 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 			fmt.Fprintf(c.stderr, "error: %s: %v\n", m.source, m.err)
 			failed++
 			continue
+		}
+		if m.obj != nil {
+			verb, err := c.applyObject(ctx, m.obj, *node)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "error: %s: %v\n", m.source, err)
+				failed++
+				continue
+			}
+			fmt.Fprintf(c.stdout, "%s/%s %s\n", strings.ToLower(m.obj.kind), m.obj.meta().Name, verb)
+			continue
+		}
+		if kv == nil {
+			if kv, err = c.bucket(ctx, wire.DesiredBucket); err != nil {
+				return err
+			}
+			if target == "" && sel == nil {
+				if target, err = c.onlyNode(ctx); err != nil {
+					return err
+				}
+			}
 		}
 		a, verb, err := c.applyOne(ctx, kv, m.pod, target, sel)
 		if err != nil {
@@ -105,7 +121,13 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 		done = append(done, a)
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d pods not applied", failed, len(manifests))
+		noun := "pods"
+		for _, m := range manifests {
+			if m.obj != nil {
+				noun = "objects"
+			}
+		}
+		return fmt.Errorf("%d of %d %s not applied", failed, len(manifests), noun)
 	}
 	if *wait {
 		wctx, cancel := context.WithTimeout(ctx, *waitTimeout)
@@ -179,6 +201,18 @@ func splitManifests(name string, r io.Reader) ([]manifest, error) {
 		if doc > 1 || len(out) > 0 {
 			m.source = fmt.Sprintf("%s (document %d)", name, doc)
 		}
+		switch kind, _ := validation.Kind(data); kind {
+		case "ConfigMap":
+			cm, err := validation.DecodeConfigMap(data)
+			m.obj, m.err = &object{kind: kind, configMap: cm}, err
+			out = append(out, m)
+			continue
+		case "Secret":
+			s, err := validation.DecodeSecret(data)
+			m.obj, m.err = &object{kind: kind, secret: s}, err
+			out = append(out, m)
+			continue
+		}
 		pod, err := validation.DecodePod(data)
 		if errors.Is(err, validation.ErrEmpty) {
 			continue
@@ -193,7 +227,7 @@ func splitManifests(name string, r io.Reader) ([]manifest, error) {
 		out = append(out, m)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s has no pods", name)
+		return nil, fmt.Errorf("%s has no pods, ConfigMaps or Secrets", name)
 	}
 	return out, nil
 }

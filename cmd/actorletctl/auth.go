@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
@@ -122,6 +123,15 @@ func (c *cli) nodeAdd(ctx context.Context, a *busauth.Authority, name, out strin
 	defer cancel()
 	if err := busauth.EnsureNodeConsumers(tctx, cn.js, name); err != nil {
 		return fmt.Errorf("create the consumers of node %q (are the buckets there? actorletctl bootstrap creates them, see docs/security.md): %w", name, err)
+	}
+	// The ConfigMap and Secret buckets (created if missing: actorletctl
+	// bootstrap does not make them), then the node's consumers on them.
+	if err := wire.EnsureObjectBuckets(tctx, cn.js); err != nil {
+		return fmt.Errorf("create the ConfigMap and Secret buckets: %w", err)
+	}
+	if err := busauth.EnsureNodeObjectConsumers(tctx, cn.js, name); err != nil {
+		return fmt.Errorf("create the ConfigMap and Secret consumers of node %q (are the buckets %s and %s there? see docs/protocol.md): %w",
+			name, wire.ConfigMapsBucket, wire.SecretsBucket, err)
 	}
 	creds, err := a.IssueNode(name)
 	if err != nil {

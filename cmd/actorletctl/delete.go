@@ -25,8 +25,11 @@ func (c *cli) delete(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if kind, ok := objectKind(first(pos)); ok && len(pos) == 2 {
+		return c.deleteObject(ctx, kind, *ns, pos[1], *node)
+	}
 	if len(pos) != 2 || (pos[0] != "pod" && pos[0] != "pods" && pos[0] != "po") {
-		fmt.Fprintln(c.stderr, "error: usage: delete pod NAME")
+		fmt.Fprintln(c.stderr, "error: usage: delete pod|configmap|secret NAME")
 		fs.Usage()
 		return errUsage
 	}
@@ -135,4 +138,11 @@ func desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, node strin
 		return "", fmt.Errorf("pod %s/%s not found in %s", ns, name, wire.DesiredBucket)
 	}
 	return "", fmt.Errorf("pod %s/%s is applied more than once (%s): choose with --node N or --selector", ns, name, strings.Join(keys, ", "))
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
 }

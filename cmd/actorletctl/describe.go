@@ -86,6 +86,14 @@ func (c *cli) printDescription(out io.Writer, node string, d *wire.Description) 
 	}
 	fmt.Fprintf(w, "Containers:\n")
 	describeContainers(w, p.Spec.Containers, p.Status.ContainerStatuses, d.BackOffs, now)
+	if len(p.Spec.EphemeralContainers) > 0 {
+		eph := make([]v1.Container, len(p.Spec.EphemeralContainers))
+		for i := range p.Spec.EphemeralContainers {
+			eph[i] = v1.Container(p.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+		fmt.Fprintf(w, "Ephemeral Containers:\n")
+		describeContainers(w, eph, p.Status.EphemeralContainerStatuses, d.BackOffs, now)
+	}
 	fmt.Fprintf(w, "Conditions:\n  Type\tStatus\tReason\n")
 	for _, cd := range p.Status.Conditions {
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", cd.Type, cd.Status, cd.Reason)
@@ -188,7 +196,12 @@ func describeState(w io.Writer, label string, s v1.ContainerState, now time.Time
 		}
 	case s.Terminated != nil:
 		t := s.Terminated
-		fmt.Fprintf(w, "    %s:\tTerminated\n      Reason:\t%s\n      Exit Code:\t%d\n", label, orElse(t.Reason, "<none>"), t.ExitCode)
+		fmt.Fprintf(w, "    %s:\tTerminated\n      Reason:\t%s\n", label, orElse(t.Reason, "<none>"))
+		if t.Message != "" {
+			// kubectl's layout: a multi-line message indented under its key.
+			fmt.Fprintf(w, "      Message:\t%s\n", strings.ReplaceAll(strings.TrimRight(t.Message, "\n"), "\n", "\n        "))
+		}
+		fmt.Fprintf(w, "      Exit Code:\t%d\n", t.ExitCode)
 		if !t.FinishedAt.IsZero() {
 			fmt.Fprintf(w, "      Finished:\t%s (%s ago)\n", t.FinishedAt.Format(time.RFC1123Z), age(t.FinishedAt.Time, now))
 		}

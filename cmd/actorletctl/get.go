@@ -29,7 +29,7 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	what, err := oneName(fs, pos, "resource (pods or nodes)")
+	what, err := oneName(fs, pos, "resource (pods, nodes, configmaps or secrets)")
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,17 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	case "nodes", "node", "no":
 		return c.getNodes(ctx, *output)
 	}
-	return fmt.Errorf("unknown resource %q: want pods or nodes", what)
+	if kind, ok := objectKind(what); ok {
+		if *all && *ns != "" {
+			return fmt.Errorf("-A and -n are mutually exclusive")
+		}
+		namespace := *ns
+		if namespace == "" && !*all {
+			namespace = "default"
+		}
+		return c.getObjects(ctx, kind, namespace, *node, *output)
+	}
+	return fmt.Errorf("unknown resource %q: want pods, nodes, configmaps or secrets", what)
 }
 
 // statusFilter is the StatusBucket key filter for a namespace and node.

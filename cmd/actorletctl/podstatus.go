@@ -27,6 +27,8 @@ func podReason(p *v1.Pod) string {
 		switch {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
 			continue
+		case isSidecar(p, cs.Name) && cs.Started != nil && *cs.Started:
+			continue // a started sidecar has done its part of initialization
 		case cs.State.Terminated != nil:
 			reason = "Init:" + orElse(cs.State.Terminated.Reason, fmt.Sprintf("ExitCode:%d", cs.State.Terminated.ExitCode))
 		case cs.State.Waiting != nil && cs.State.Waiting.Reason != "" && cs.State.Waiting.Reason != "PodInitializing":
@@ -37,7 +39,7 @@ func podReason(p *v1.Pod) string {
 		initializing = true
 		break
 	}
-	if !initializing {
+	if !initializing || podInitialized(p) {
 		hasRunning := false
 		for i := len(p.Status.ContainerStatuses) - 1; i >= 0; i-- {
 			cs := p.Status.ContainerStatuses[i]
@@ -69,15 +71,47 @@ func podReason(p *v1.Pod) string {
 	return reason
 }
 
-// podReady is the READY column: ready/total containers.
+// podReady is the READY column: ready/total containers, sidecars (init
+// containers with restartPolicy Always) included, as kubectl counts.
 func podReady(p *v1.Pod) string {
-	ready := 0
+	ready, total := 0, len(p.Spec.Containers)
+	for _, c := range p.Spec.InitContainers {
+		if isSidecar(p, c.Name) {
+			total++
+		}
+	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Ready && isSidecar(p, cs.Name) {
+			ready++
+		}
+	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Ready {
 			ready++
 		}
 	}
-	return fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers))
+	return fmt.Sprintf("%d/%d", ready, total)
+}
+
+// isSidecar reports whether name is an init container of p with
+// restartPolicy Always.
+func isSidecar(p *v1.Pod, name string) bool {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
+}
+
+// podInitialized: the pod's Initialized condition is True.
+func podInitialized(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodInitialized {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // podRestarts is the RESTARTS column, with the age of the last restart.

@@ -52,3 +52,32 @@ func TestPodReason(t *testing.T) {
 		})
 	}
 }
+
+// Sidecars as kubectl shows them: a started sidecar does not hold the
+// STATUS at Init, it counts in READY, and a finished job with its sidecar
+// stopped shows Completed.
+func TestPodReasonSidecar(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	yes := true
+	p := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "proxy", RestartPolicy: &always}},
+		Containers:     []v1.Container{{Name: "app"}},
+	}}
+	p.Status = v1.PodStatus{Phase: v1.PodRunning,
+		InitContainerStatuses: []v1.ContainerStatus{{Name: "proxy", Started: &yes, Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}},
+		ContainerStatuses:     []v1.ContainerStatus{{Name: "app", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}},
+		Conditions:            []v1.PodCondition{{Type: v1.PodInitialized, Status: v1.ConditionTrue}},
+	}
+	if got := podReason(p); got != "Running" {
+		t.Errorf("running pod with a sidecar: %q, want Running", got)
+	}
+	if got := podReady(p); got != "2/2" {
+		t.Errorf("READY = %q, want 2/2", got)
+	}
+	p.Status.Phase = v1.PodSucceeded
+	p.Status.InitContainerStatuses[0] = v1.ContainerStatus{Name: "proxy", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: "Error", ExitCode: 143}}}
+	p.Status.ContainerStatuses[0] = v1.ContainerStatus{Name: "app", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: "Completed"}}}
+	if got := podReason(p); got != "Completed" {
+		t.Errorf("finished job with a stopped sidecar: %q, want Completed", got)
+	}
+}

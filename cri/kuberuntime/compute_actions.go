@@ -15,6 +15,26 @@ type containerToKill struct {
 	spec    *v1.Container
 	message string
 	reason  string // event reason detail: spec changed, probe failed, …
+	// grace, when set, is the probe's own terminationGracePeriodSeconds.
+	grace *int64
+}
+
+// probeGrace is the grace period of a kill for a failed probe: the failed
+// probe's terminationGracePeriodSeconds when set (and the pod is not being
+// deleted, whose grace wins), else nil (the pod's).
+func probeGrace(pod *v1.Pod, c *v1.Container, startup bool) *int64 {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return nil
+	}
+	p := c.LivenessProbe
+	if startup {
+		p = c.StartupProbe
+	}
+	if p == nil || p.TerminationGracePeriodSeconds == nil {
+		return nil
+	}
+	g := max(*p.TerminationGracePeriodSeconds, minimumGracePeriod)
+	return &g
 }
 
 // podActions is what one sync must do to bring the runtime to the pod spec.
@@ -25,23 +45,24 @@ type podActions struct {
 	CreateSandbox bool
 	SandboxID     string
 	Attempt       uint32
-	// NextInitContainer is the init container to start, if any.
-	NextInitContainer *v1.Container
+	// InitContainersToStart are indexes into pod.Spec.InitContainers, in
+	// spec order: the next init container and sidecars to (re)start.
+	InitContainersToStart []int
 	// InitFailed: an init container failed and the pod must not restart it.
 	InitFailed bool
 	// ContainersToStart are indexes into pod.Spec.Containers.
 	ContainersToStart []int
+	// EphemeralContainersToStart are indexes into
+	// pod.Spec.EphemeralContainers: those never started (an ephemeral
+	// container runs once and is never restarted).
+	EphemeralContainersToStart []int
 	// ContainersToKill maps container IDs to stop.
 	ContainersToKill map[string]containerToKill
 }
 
 func (a podActions) String() string {
-	next := ""
-	if a.NextInitContainer != nil {
-		next = a.NextInitContainer.Name
-	}
-	return fmt.Sprintf("KillPod=%t CreateSandbox=%t Attempt=%d NextInit=%q Start=%v Kill=%d",
-		a.KillPod, a.CreateSandbox, a.Attempt, next, a.ContainersToStart, len(a.ContainersToKill))
+	return fmt.Sprintf("KillPod=%t CreateSandbox=%t Attempt=%d StartInit=%v Start=%v StartEphemeral=%v Kill=%d",
+		a.KillPod, a.CreateSandbox, a.Attempt, a.InitContainersToStart, a.ContainersToStart, a.EphemeralContainersToStart, len(a.ContainersToKill))
 }
 
 // shouldRestartOnFailure: the pod restarts failed containers.
@@ -113,44 +134,154 @@ func isInitContainerFailed(cs *cri.ContainerStatus) bool {
 	return (cs.State == cri.ContainerStateExited && cs.ExitCode != 0) || cs.State == cri.ContainerStateUnknown
 }
 
-// findNextInitContainer walks the init containers in order. It returns the
-// status of the last one that ran, the next one to start (nil while one is
-// running), and done once all exited 0.
-func findNextInitContainer(pod *v1.Pod, status *cri.PodStatus) (last *cri.ContainerStatus, next *v1.Container, done bool) {
-	inits := pod.Spec.InitContainers
-	if len(inits) == 0 {
-		return nil, nil, true
-	}
-	// A regular container already running means initialization finished
-	// earlier (init instances may have been garbage-collected since).
-	for i := range pod.Spec.Containers {
-		if cs := status.FindContainerStatusByName(pod.Spec.Containers[i].Name); cs != nil && cs.State == cri.ContainerStateRunning {
-			return nil, nil, true
-		}
-	}
-	// The furthest init container that ran decides: running → wait,
-	// failed → retry it, succeeded → start the one after it.
-	for i := len(inits) - 1; i >= 0; i-- {
-		cs := status.FindContainerStatusByName(inits[i].Name)
-		switch {
-		case cs == nil:
-			continue
-		case isInitContainerFailed(cs), cs.State == cri.ContainerStateCreated:
-			return cs, &inits[i], false // failed, or created but never started
-		case cs.State != cri.ContainerStateExited:
-			return cs, nil, false
-		case i == len(inits)-1:
-			return cs, nil, true
-		default:
-			return cs, &inits[i+1], false
-		}
-	}
-	return nil, &inits[0], false
+// IsSidecar reports whether c is a restartable init container (a sidecar:
+// an init container with restartPolicy Always).
+func IsSidecar(c *v1.Container) bool {
+	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
-// computePodActions compares pod with its runtime status. failedProbes maps
-// the IDs of containers whose liveness or startup probe failed to why.
-func computePodActions(pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) podActions {
+// hasSidecars reports whether pod has a restartable init container.
+func hasSidecars(pod *v1.Pod) bool {
+	for i := range pod.Spec.InitContainers {
+		if IsSidecar(&pod.Spec.InitContainers[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// computeInitContainerActions decides, as the kubelet does, which init
+// containers to (re)start and reports whether the pod is initialized, so
+// regular containers may be looked at. Init containers run in order; a
+// regular one must exit 0 before the next starts; a sidecar lets the next
+// one start once it runs and its startup probe (if any) succeeded, and is
+// restarted whenever it exits, whatever the pod's restartPolicy.
+//
+// The walk goes from the last init container backwards: instances of
+// finished init containers may have been garbage-collected, so the
+// furthest one that ran decides where initialization stands. Once past it,
+// only sidecars matter (they keep running for the pod's life).
+func computeInitContainerActions(pod *v1.Pod, status *cri.PodStatus, probes cri.Probes, a *podActions) bool {
+	inits := pod.Spec.InitContainers
+	if len(inits) == 0 {
+		return true
+	}
+	// A regular container created or running means initialization
+	// finished earlier (exited ones may be from a previous sandbox).
+	initialized := false
+	for i := range pod.Spec.Containers {
+		cs := status.FindContainerStatusByName(pod.Spec.Containers[i].Name)
+		if cs != nil && (cs.State == cri.ContainerStateRunning || cs.State == cri.ContainerStateCreated) {
+			initialized = true
+			break
+		}
+	}
+	passed := initialized // an init container after this one already ran
+	restartOnFailure := shouldRestartOnFailure(pod)
+	var toStart []int
+	kill := func(cs *cri.ContainerStatus, c *v1.Container, message, reason string) {
+		k := containerToKill{name: c.Name, spec: c, message: message, reason: reason}
+		if reason == "probe failed" {
+			k.grace = probeGrace(pod, c, probes[cs.ID].Startup)
+		}
+		a.ContainersToKill[cs.ID] = k
+	}
+	for i := len(inits) - 1; i >= 0; i-- {
+		c := &inits[i]
+		sidecar := IsSidecar(c)
+		cs := status.FindContainerStatusByName(c.Name)
+		if cs == nil {
+			if passed && sidecar {
+				toStart = append(toStart, i) // its instance is gone: start it again
+			}
+			continue
+		}
+		if passed && !sidecar {
+			continue // done long ago; only sidecars keep running
+		}
+		switch cs.State {
+		case cri.ContainerStateCreated:
+			// Created and started happen in one step: a created instance
+			// failed to start. Start it again rather than leave it stuck.
+			toStart = append(toStart, i)
+		case cri.ContainerStateRunning:
+			if !sidecar {
+				break // wait for it to exit
+			}
+			if c.StartupProbe != nil && !probes.Started(cs.ID) {
+				if msg, failed := probes.Failed(cs.ID); failed {
+					kill(cs, c, withProbeMessage(fmt.Sprintf("Init container %s failed startup probe", c.Name), msg), "probe failed")
+					toStart = append(toStart, i)
+				}
+				break // wait for the startup probe
+			}
+			if i == len(inits)-1 {
+				initialized = true
+			} else if !passed {
+				toStart = append(toStart, i+1) // started for the first time: on to the next
+			}
+			if cs.Hash != hashContainer(c) {
+				kill(cs, c, fmt.Sprintf("Init container %s definition changed", c.Name), "spec changed")
+				toStart = append(toStart, i)
+				break
+			}
+			if msg, failed := probes.Failed(cs.ID); failed {
+				kill(cs, c, withProbeMessage(fmt.Sprintf("Init container %s failed liveness probe", c.Name), msg), "probe failed")
+				toStart = append(toStart, i)
+			}
+		case cri.ContainerStateExited:
+			if sidecar {
+				toStart = append(toStart, i) // restarted whatever the pod's policy
+				break
+			}
+			if isInitContainerFailed(cs) {
+				if !restartOnFailure {
+					a.KillPod, a.InitFailed = true, true
+					a.InitContainersToStart = nil
+					return false
+				}
+				toStart = append(toStart, i)
+				break
+			}
+			if i == len(inits)-1 {
+				initialized = true
+			} else {
+				toStart = append(toStart, i+1)
+			}
+		default: // unknown
+			if !sidecar && !restartOnFailure {
+				a.KillPod, a.InitFailed = true, true
+				a.InitContainersToStart = nil
+				return false
+			}
+			kill(cs, c, fmt.Sprintf("Init container is in %q state, try killing it", cs.State), "unknown state")
+			toStart = append(toStart, i)
+		}
+		passed = true
+	}
+	if !passed {
+		toStart = append(toStart, 0) // none ran yet
+	}
+	// The walk went backwards; start them in spec order.
+	for l, r := 0, len(toStart)-1; l < r; l, r = l+1, r-1 {
+		toStart[l], toStart[r] = toStart[r], toStart[l]
+	}
+	if pod.DeletionTimestamp == nil {
+		a.InitContainersToStart = toStart
+	}
+	return initialized
+}
+
+func withProbeMessage(message, why string) string {
+	if why == "" {
+		return message
+	}
+	return message + ": " + why
+}
+
+// computePodActions compares pod with its runtime status. probes holds the
+// liveness/startup failures and startup successes by container ID.
+func computePodActions(pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) podActions {
 	createSandbox, attempt, sandboxID := podSandboxChanged(pod, status)
 	actions := podActions{
 		KillPod:          createSandbox,
@@ -183,24 +314,22 @@ func computePodActions(pod *v1.Pod, status *cri.PodStatus, failedProbes map[stri
 			return actions
 		}
 		if len(pod.Spec.InitContainers) != 0 {
-			actions.NextInitContainer = &pod.Spec.InitContainers[0]
+			actions.InitContainersToStart = []int{0}
 			return actions
 		}
 		actions.ContainersToStart = toStart
 		return actions
 	}
 
-	last, next, done := findNextInitContainer(pod, status)
-	if !done {
-		if next != nil {
-			if last != nil && isInitContainerFailed(last) && !shouldRestartOnFailure(pod) {
-				actions.KillPod = true
-				actions.InitFailed = true
-			} else if pod.DeletionTimestamp == nil {
-				actions.NextInitContainer = next
+	if initialized := computeInitContainerActions(pod, status, probes, &actions); actions.KillPod || !initialized {
+		return actions // initialization failed or still going
+	}
+	if pod.DeletionTimestamp == nil {
+		for i := range pod.Spec.EphemeralContainers {
+			if status.FindContainerStatusByName(pod.Spec.EphemeralContainers[i].Name) == nil {
+				actions.EphemeralContainersToStart = append(actions.EphemeralContainersToStart, i)
 			}
 		}
-		return actions
 	}
 
 	keep := 0
@@ -215,16 +344,15 @@ func computePodActions(pod *v1.Pod, status *cri.PodStatus, failedProbes map[stri
 		}
 		restart := shouldRestartOnFailure(pod)
 		var message, reason string
+		var grace *int64
 		if h := hashContainer(c); cs.Hash != h {
 			message = fmt.Sprintf("Container %s definition changed", c.Name)
 			reason = "spec changed"
 			restart = true
-		} else if msg, failed := failedProbes[cs.ID]; failed {
-			message = fmt.Sprintf("Container %s failed a liveness or startup probe, will be restarted", c.Name)
-			if msg != "" {
-				message += ": " + msg
-			}
+		} else if msg, failed := probes.Failed(cs.ID); failed {
+			message = withProbeMessage(fmt.Sprintf("Container %s failed a liveness or startup probe, will be restarted", c.Name), msg)
 			reason = "probe failed"
+			grace = probeGrace(pod, c, probes[cs.ID].Startup)
 		} else {
 			keep++
 			continue
@@ -232,10 +360,13 @@ func computePodActions(pod *v1.Pod, status *cri.PodStatus, failedProbes map[stri
 		if restart && pod.DeletionTimestamp == nil {
 			actions.ContainersToStart = append(actions.ContainersToStart, i)
 		}
-		actions.ContainersToKill[cs.ID] = containerToKill{name: c.Name, spec: c, message: message, reason: reason}
+		actions.ContainersToKill[cs.ID] = containerToKill{name: c.Name, spec: c, message: message, reason: reason, grace: grace}
 	}
 	if keep == 0 && len(actions.ContainersToStart) == 0 {
+		// Every regular container is done: the pod stops, and sidecars are
+		// not restarted to keep it alive.
 		actions.KillPod = true
+		actions.InitContainersToStart = nil
 	}
 	return actions
 }

@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func TestComputePodActions(t *testing.T) {
 		name   string
 		pod    *v1.Pod
 		status func(p *v1.Pod) *cri.PodStatus
-		probes map[string]string
+		probes cri.Probes
 		want   want
 	}{
 		{
@@ -118,7 +119,7 @@ func TestComputePodActions(t *testing.T) {
 				return &cri.PodStatus{SandboxStatuses: []*runtimeapi.PodSandboxStatus{readySandbox(0, runtimeapi.NamespaceMode_POD)},
 					ContainerStatuses: []*cri.ContainerStatus{running(&p.Spec.Containers[0]), running(&p.Spec.Containers[1])}}
 			},
-			probes: map[string]string{"b-id": "probe failed"},
+			probes: cri.Probes{"b-id": {Failed: true, Message: "probe failed"}},
 			want:   want{start: []int{1}, kill: []string{"b-id"}},
 		},
 		{
@@ -128,7 +129,7 @@ func TestComputePodActions(t *testing.T) {
 				return &cri.PodStatus{SandboxStatuses: []*runtimeapi.PodSandboxStatus{readySandbox(0, runtimeapi.NamespaceMode_POD)},
 					ContainerStatuses: []*cri.ContainerStatus{running(&p.Spec.Containers[0]), running(&p.Spec.Containers[1])}}
 			},
-			probes: map[string]string{"b-id": ""},
+			probes: cri.Probes{"b-id": {Failed: true}},
 			want:   want{kill: []string{"b-id"}},
 		},
 		{
@@ -200,7 +201,7 @@ func TestComputePodActions(t *testing.T) {
 			name   string
 			pod    *v1.Pod
 			status func(p *v1.Pod) *cri.PodStatus
-			probes map[string]string
+			probes cri.Probes
 			want   want
 		}{
 			name: string(tc.policy) + " exit " + string(rune('0'+tc.code)),
@@ -216,10 +217,11 @@ func TestComputePodActions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := computePodActions(tt.pod, tt.status(tt.pod), tt.probes)
-			next := ""
-			if got.NextInitContainer != nil {
-				next = got.NextInitContainer.Name
+			var names []string
+			for _, i := range got.InitContainersToStart {
+				names = append(names, tt.pod.Spec.InitContainers[i].Name)
 			}
+			next := strings.Join(names, ",")
 			var kill []string
 			for id := range got.ContainersToKill {
 				kill = append(kill, id)

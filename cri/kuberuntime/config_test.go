@@ -145,8 +145,15 @@ func TestContainerConfig(t *testing.T) {
 	if sc.RunAsUser.GetValue() != 1000 || !sc.Privileged || !sc.ReadonlyRootfs {
 		t.Errorf("security context = %v", sc)
 	}
-	if len(cfg.Mounts) != 2 || cfg.Mounts[0].HostPath != "/srv/data" || !cfg.Mounts[0].Readonly {
+	if len(cfg.Mounts) != 3 || cfg.Mounts[0].HostPath != "/srv/data" || !cfg.Mounts[0].Readonly {
 		t.Fatalf("mounts = %v", cfg.Mounts)
+	}
+	// The termination message file: one per instance, under the pod's
+	// directory, writable by the container's user.
+	if tm := cfg.Mounts[2]; tm.ContainerPath != "/dev/termination-log" || !strings.HasPrefix(tm.HostPath, filepath.Join(e.m.opts.PodsDir, "web-uid", "containers", "app")+"/") {
+		t.Errorf("termination message mount = %v", tm)
+	} else if fi, err := os.Stat(tm.HostPath); err != nil || fi.Mode().Perm() != 0o666 {
+		t.Errorf("termination message file: %v %v", fi, err)
 	}
 	wantDir := filepath.Join(e.m.opts.PodsDir, "web-uid", "volumes", "emptydir", "scratch")
 	if cfg.Mounts[1].HostPath != wantDir {

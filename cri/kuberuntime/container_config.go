@@ -29,9 +29,14 @@ func containerLogPath(name string, restartCount int) string {
 // restartCount-th instance. podIPs feed status.podIP env references.
 func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	budget := newEnvBudget()
-	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP}, budget)
+	var skipped []string
+	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP, allocatable: m.opts.Allocatable,
+		container: c.Name, objects: m.opts.Objects, skipped: &skipped}, budget)
 	if err != nil {
 		return nil, err
+	}
+	for _, msg := range skipped {
+		m.event(pod, v1.EventTypeWarning, "InvalidEnvironmentVariableNames", "%s", msg)
 	}
 	defined := envMap(env)
 	command, err := expandAll(c.Command, defined, fmt.Sprintf("container %q command", c.Name), budget)
@@ -45,6 +50,11 @@ func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 	mounts, err := m.containerMounts(pod, c)
 	if err != nil {
 		return nil, err
+	}
+	if tm, err := m.terminationMessageMount(pod, c, mounts); err != nil {
+		return nil, err
+	} else if tm != nil {
+		mounts = append(mounts, tm)
 	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
@@ -158,8 +168,16 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 			if err := os.MkdirAll(host, 0o777); err != nil {
 				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
 			}
+		case isProjected(vol):
+			if m.opts.PodsDir == "" {
+				return nil, fmt.Errorf("%s: volume %q needs the manager's PodsDir", field, vm.Name)
+			}
+			if err := m.writeProjectedVolume(pod, vol); err != nil {
+				return nil, fmt.Errorf("%s: %w", field, err)
+			}
+			host = m.projectedPath(pod, vol.Name)
 		default:
-			return nil, fmt.Errorf("%s: volume %q has an unsupported type (only hostPath and emptyDir)", field, vm.Name)
+			return nil, fmt.Errorf("%s: volume %q has an unsupported type (hostPath, emptyDir, downwardAPI, configMap, secret, projected)", field, vm.Name)
 		}
 		if vm.SubPath != "" {
 			if filepath.IsAbs(vm.SubPath) || !filepath.IsLocal(vm.SubPath) {

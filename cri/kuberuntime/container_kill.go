@@ -43,6 +43,12 @@ func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, containerID, c
 }
 
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, uid types.UID, id, name, message string, override *int64) error {
+	return m.killContainerInOrder(ctx, pod, uid, id, name, message, override, nil)
+}
+
+// killContainerInOrder is killContainer whose stop signal waits for its
+// turn in order (nil: no wait).
+func (m *Manager) killContainerInOrder(ctx context.Context, pod *v1.Pod, uid types.UID, id, name, message string, override *int64, order *terminationOrdering) error {
 	spec := findContainerSpec(pod, name)
 	var preStop *v1.LifecycleHandler
 	if spec != nil && spec.Lifecycle != nil {
@@ -72,6 +78,9 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, uid types.UID,
 
 	if preStop != nil && grace > 0 {
 		grace -= m.runPreStop(ctx, pod, uid, id, spec, preStop, grace)
+	}
+	if order != nil && grace > 0 {
+		grace -= order.waitForTurn(ctx, m, name, grace)
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("kill container %q (%s): %w", name, id, ctx.Err())
@@ -129,7 +138,8 @@ func podNameOnly(pod *v1.Pod) string {
 }
 
 // KillPod stops every running container of the pod in parallel (preStop,
-// then StopContainer), then its sandboxes. pod may be nil for an orphan:
+// then StopContainer; sidecars stop after the regular containers, in
+// reverse order), then its sandboxes. pod may be nil for an orphan:
 // the grace period is then 1 s unless overridden.
 func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, running *cri.Pod, gracePeriodOverride *int64) error {
 	var result SyncResult
@@ -147,14 +157,21 @@ func (m *Manager) killPodWithResult(ctx context.Context, pod *v1.Pod, running *c
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var live []*cri.Container
 	for _, c := range running.Containers {
-		if c.State == cri.ContainerStateExited {
-			continue
+		if c.State != cri.ContainerStateExited {
+			live = append(live, c)
 		}
+	}
+	// With sidecars: regular containers stop first, then the sidecars in
+	// reverse order.
+	order := newTerminationOrdering(pod, live)
+	for _, c := range live {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := m.killContainer(ctx, pod, uid, c.ID, c.Name, "", override)
+			defer order.stopped(c.Name)
+			err := m.killContainerInOrder(ctx, pod, uid, c.ID, c.Name, "", override, order)
 			mu.Lock()
 			result.add(ActionKillContainer, c.Name, err)
 			mu.Unlock()

@@ -167,5 +167,18 @@ func findContainerSpec(pod *v1.Pod, name string) *v1.Container {
 			return &pod.Spec.InitContainers[i]
 		}
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return ephemeralContainer(&pod.Spec.EphemeralContainers[i])
+		}
+	}
 	return nil
+}
+
+// ephemeralContainer is an ephemeral (debug) container as a container to
+// run: the same fields, no probes, ports, lifecycle or resources (the API
+// forbids them).
+func ephemeralContainer(e *v1.EphemeralContainer) *v1.Container {
+	c := v1.Container(e.EphemeralContainerCommon)
+	return &c
 }

@@ -148,13 +148,13 @@ func newEnv(t *testing.T) *env {
 }
 
 // sync reads the pod status and runs one SyncPod pass.
-func (e *env) sync(t *testing.T, pod *v1.Pod, failedProbes map[string]string) SyncResult {
+func (e *env) sync(t *testing.T, pod *v1.Pod, probes cri.Probes) SyncResult {
 	t.Helper()
 	st, err := e.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		t.Fatalf("GetPodStatus: %v", err)
 	}
-	return e.m.SyncPod(context.Background(), pod, st, failedProbes)
+	return e.m.SyncPod(context.Background(), pod, st, probes)
 }
 
 func (e *env) status(t *testing.T, pod *v1.Pod) (*cri.PodStatus, v1.PodStatus) {

@@ -26,9 +26,11 @@ const (
 	AnnotationContainerHash          = "io.kubernetes.container.hash"
 	AnnotationRestartCount           = "io.kubernetes.container.restartCount"
 	AnnotationTerminationMessagePath = "io.kubernetes.container.terminationMessagePath"
-	AnnotationTerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
-	AnnotationPreStopHandler         = "io.kubernetes.container.preStopHandler"
-	AnnotationContainerPorts         = "io.kubernetes.container.ports"
+	// AnnotationTerminationMessagePolicy is File or FallbackToLogsOnError.
+	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationTerminationGracePeriod   = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationPreStopHandler           = "io.kubernetes.container.preStopHandler"
+	AnnotationContainerPorts           = "io.kubernetes.container.ports"
 )
 
 func podLabels(pod *v1.Pod, node string) map[string]string {
@@ -53,9 +55,10 @@ func containerLabels(pod *v1.Pod, c *v1.Container, node string) map[string]strin
 
 func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[string]string {
 	a := map[string]string{
-		AnnotationContainerHash:          strconv.FormatUint(hashContainer(c), 16),
-		AnnotationRestartCount:           strconv.Itoa(restartCount),
-		AnnotationTerminationMessagePath: c.TerminationMessagePath,
+		AnnotationContainerHash:            strconv.FormatUint(hashContainer(c), 16),
+		AnnotationRestartCount:             strconv.Itoa(restartCount),
+		AnnotationTerminationMessagePath:   c.TerminationMessagePath,
+		AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
 	}
 	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
 		a[AnnotationTerminationGracePeriod] = strconv.FormatInt(*g, 10)

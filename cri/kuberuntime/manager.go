@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/volume"
 )
 
 // Kubelet constants this manager reproduces.
@@ -59,6 +60,12 @@ type Options struct {
 	KeepDeadContainers int
 	// Recorder receives events; nil drops them.
 	Recorder Recorder
+	// Allocatable is the node's: the downward API reads it for a limit a
+	// container does not set.
+	Allocatable v1.ResourceList
+	// Objects gives the ConfigMaps and Secrets that env and volumes
+	// reference; nil: pods that use them fail to start with a clear error.
+	Objects volume.Objects
 }
 
 // Manager drives one runtime for all pods of the node. It is safe for
@@ -70,6 +77,7 @@ type Manager struct {
 	restartBackOff *backOff
 	imageBackOff   *backOff
 	reasons        *reasonCache
+	messages       messageCache // termination messages of exited containers
 
 	mu          sync.Mutex
 	runtimeName string

@@ -56,7 +56,16 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 			}
 			return nil, fmt.Errorf("status of container %q of pod %s/%s: %w", c.Id, namespace, name, err)
 		}
-		status.ContainerStatuses = append(status.ContainerStatuses, toContainerStatus(resp.GetStatus()))
+		cs := toContainerStatus(resp.GetStatus())
+		if cs.State == cri.ContainerStateExited {
+			if msg := m.terminationMessage(resp.GetStatus()); msg != "" {
+				if cs.Message != "" {
+					cs.Message += ": "
+				}
+				cs.Message += msg
+			}
+		}
+		status.ContainerStatuses = append(status.ContainerStatuses, cs)
 	}
 	sort.SliceStable(status.ContainerStatuses, func(i, j int) bool {
 		return status.ContainerStatuses[i].CreatedAt.After(status.ContainerStatuses[j].CreatedAt)

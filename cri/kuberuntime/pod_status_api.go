@@ -51,6 +51,13 @@ func (m *Manager) GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodSt
 
 	out.InitContainerStatuses = m.apiContainerStatuses(pod, pod.Spec.InitContainers, status, true)
 	out.ContainerStatuses = m.apiContainerStatuses(pod, pod.Spec.Containers, status, false)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		eph := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+		for i := range pod.Spec.EphemeralContainers {
+			eph[i] = *ephemeralContainer(&pod.Spec.EphemeralContainers[i])
+		}
+		out.EphemeralContainerStatuses = m.apiContainerStatuses(pod, eph, status, true)
+	}
 
 	pendingInit := incompleteInitContainers(pod, out.InitContainerStatuses, out.ContainerStatuses)
 	if len(pendingInit) > 0 {
@@ -60,6 +67,7 @@ func (m *Manager) GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodSt
 			}
 		}
 	}
+	limitTerminationMessages(pod, &out)
 	out.Phase = podPhase(pod, out.InitContainerStatuses, out.ContainerStatuses)
 	out.Conditions = m.podConditions(pod, status, pendingInit)
 	return out
@@ -124,7 +132,7 @@ func (m *Manager) willRestart(c *v1.Container, pod *v1.Pod, status *cri.PodStatu
 		return shouldContainerBeRestarted(c, pod, status)
 	}
 	cs := status.FindContainerStatusByName(c.Name)
-	if cs == nil || cs.State != cri.ContainerStateExited {
+	if cs == nil || cs.State != cri.ContainerStateExited || IsSidecar(c) {
 		return pod.DeletionTimestamp == nil
 	}
 	return cs.ExitCode != 0 && shouldRestartOnFailure(pod) && pod.DeletionTimestamp == nil
@@ -157,7 +165,9 @@ func apiContainerState(cs *cri.ContainerStatus, runtimeName string) v1.Container
 }
 
 // incompleteInitContainers names the init containers that have not exited
-// 0 yet (none once a regular container has run).
+// 0 yet, and the sidecars not running yet (none once a regular container
+// has run). Whether a sidecar's startup probe succeeded is the status
+// actor's to add: it has the probe results.
 func incompleteInitContainers(pod *v1.Pod, inits, regular []v1.ContainerStatus) []string {
 	for _, s := range regular {
 		if s.State.Running != nil || s.State.Terminated != nil || s.LastTerminationState.Terminated != nil {
@@ -165,7 +175,13 @@ func incompleteInitContainers(pod *v1.Pod, inits, regular []v1.ContainerStatus) 
 		}
 	}
 	var pending []string
-	for _, s := range inits {
+	for i, s := range inits {
+		if i < len(pod.Spec.InitContainers) && IsSidecar(&pod.Spec.InitContainers[i]) {
+			if s.State.Running == nil {
+				pending = append(pending, s.Name)
+			}
+			continue
+		}
 		if t := s.State.Terminated; t != nil && t.ExitCode == 0 {
 			continue
 		}
@@ -175,11 +191,21 @@ func incompleteInitContainers(pod *v1.Pod, inits, regular []v1.ContainerStatus) 
 }
 
 // podPhase derives the phase from the container statuses and restartPolicy.
+// A running sidecar counts as running (the pod is Running while only
+// sidecars are left); a stopped sidecar does not count: a job-style pod
+// whose regular containers succeeded is Succeeded once its sidecars were
+// stopped, whatever their exit codes.
 func podPhase(pod *v1.Pod, inits, regular []v1.ContainerStatus) v1.PodPhase {
 	pendingInit, failedInit := 0, 0
 	initDone := len(incompleteInitContainers(pod, inits, regular)) == 0
 	if !initDone {
-		for _, s := range inits {
+		for i, s := range inits {
+			if i < len(pod.Spec.InitContainers) && IsSidecar(&pod.Spec.InitContainers[i]) {
+				if s.State.Running == nil {
+					pendingInit++
+				}
+				continue
+			}
 			switch {
 			case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
 			case s.State.Terminated != nil:
@@ -198,6 +224,11 @@ func podPhase(pod *v1.Pod, inits, regular []v1.ContainerStatus) v1.PodPhase {
 		return v1.PodPending
 	}
 	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	for i, s := range inits {
+		if i < len(pod.Spec.InitContainers) && IsSidecar(&pod.Spec.InitContainers[i]) && s.State.Running != nil {
+			running++
+		}
+	}
 	for _, s := range regular {
 		switch {
 		case s.State.Running != nil:
@@ -220,7 +251,7 @@ func podPhase(pod *v1.Pod, inits, regular []v1.ContainerStatus) v1.PodPhase {
 		return v1.PodPending
 	case running > 0 && unknown == 0:
 		return v1.PodRunning
-	case running == 0 && stopped > 0 && unknown == 0:
+	case stopped == len(regular) && stopped > 0 && unknown == 0:
 		if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
 			return v1.PodRunning
 		}

@@ -11,10 +11,11 @@ import (
 )
 
 // SyncPod runs one computePodActions + execute pass for pod against its
-// runtime status. failedProbes maps container IDs whose liveness or startup
-// probe failed to a message; those containers are killed and restarted per
-// the restart policy.
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) SyncResult {
+// runtime status. probes holds, by container ID, liveness or startup
+// failures (those containers are killed and restarted per the restart
+// policy) and startup successes (a sidecar with a startup probe lets the
+// next container start once it succeeded).
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) SyncResult {
 	var result SyncResult
 	if err := validatePodIdentity(pod); err != nil {
 		result.add(ActionCreatePodSandbox, "", wrapKind(ErrConfigPodSandbox, err, ""))
@@ -24,8 +25,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 		status = &cri.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	m.runtimeNameFor(ctx)
+	m.refreshVolumes(pod)
 
-	actions := computePodActions(pod, status, failedProbes)
+	actions := computePodActions(pod, status, probes)
 	klog.V(3).InfoS("Computed pod actions", "pod", klog.KObj(pod), "podUID", pod.UID, "actions", actions.String())
 
 	if actions.CreateSandbox && len(status.SandboxStatuses) > 0 {
@@ -49,7 +51,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 	stopped := map[string]bool{}
 	if !actions.KillPod {
 		for id, k := range actions.ContainersToKill {
-			err := m.killContainer(ctx, pod, pod.UID, id, k.name, k.message, nil)
+			err := m.killContainer(ctx, pod, pod.UID, id, k.name, k.message, k.grace)
 			result.add(ActionKillContainer, k.name, err)
 			if err != nil {
 				klog.ErrorS(err, "Failed to kill container for a restart", "pod", klog.KObj(pod), "container", k.name, "containerID", id)
@@ -84,11 +86,23 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 		target.podIPs = []string{m.opts.HostIP}
 	}
 
-	if c := actions.NextInitContainer; c != nil {
+	for _, i := range actions.InitContainersToStart {
+		c := &pod.Spec.InitContainers[i]
 		err := m.startContainer(ctx, pod, c, status, target)
 		result.add(ActionInitContainer, c.Name, err)
-		// Regular containers wait for the init container to finish.
-		return result
+		if ctx.Err() != nil || (err != nil && !IsSidecar(c)) {
+			// A sidecar that failed to start does not hold back the
+			// others; a regular init container does.
+			return result
+		}
+	}
+	for _, i := range actions.EphemeralContainersToStart {
+		c := ephemeralContainer(&pod.Spec.EphemeralContainers[i])
+		err := m.startContainer(ctx, pod, c, status, target)
+		result.add(ActionStartContainer, c.Name, err)
+		if ctx.Err() != nil {
+			return result
+		}
 	}
 	for _, i := range actions.ContainersToStart {
 		c := &pod.Spec.Containers[i]

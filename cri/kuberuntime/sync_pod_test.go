@@ -216,7 +216,7 @@ func TestLivenessFailureRestartsContainer(t *testing.T) {
 	id := st.FindContainerStatusByName("app").ID
 	otherID := st.FindContainerStatusByName("other").ID
 
-	if err := e.sync(t, pod, map[string]string{id: "HTTP probe failed with statuscode: 500"}).Error(); err != nil {
+	if err := e.sync(t, pod, cri.Probes{id: {Failed: true, Message: "HTTP probe failed with statuscode: 500"}}).Error(); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
 	if _, ok := e.rt.stopTimeout(id); !ok {
@@ -400,7 +400,7 @@ func TestLivenessKillRestartsInTheSamePassWithoutBackOff(t *testing.T) {
 		if old.State != cri.ContainerStateRunning {
 			t.Fatalf("round %d: container is %v, want running", i, old.State)
 		}
-		err := e.sync(t, pod, map[string]string{old.ID: "liveness probe failed"}).Error()
+		err := e.sync(t, pod, cri.Probes{old.ID: {Failed: true, Message: "liveness probe failed"}}).Error()
 		if err != nil {
 			t.Fatalf("round %d: liveness restart: %v", i, err)
 		}

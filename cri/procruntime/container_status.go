@@ -40,7 +40,7 @@ func containerStatus(c *container) *runtimeapi.ContainerStatus {
 		ImageId:     c.rec.ImageRef,
 		Labels:      c.config.GetLabels(),
 		Annotations: c.config.GetAnnotations(),
-		Mounts:      c.config.GetMounts(),
+		Mounts:      visibleMounts(c.config.GetMounts()),
 		LogPath:     c.rec.LogPath,
 		StopSignal:  c.config.GetStopSignal(),
 		Resources:   resourcesOf(c),
@@ -96,4 +96,16 @@ func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContai
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt < out[j].CreatedAt })
 	return &runtimeapi.ListContainersResponse{Containers: out}, nil
+}
+
+// visibleMounts reports each mount as the process sees it: with no mount
+// namespace, what it finds at the container path is the host's file at that
+// same path (so the agent reads a termination message where the process
+// wrote it).
+func visibleMounts(mounts []*runtimeapi.Mount) []*runtimeapi.Mount {
+	out := make([]*runtimeapi.Mount, 0, len(mounts))
+	for _, m := range mounts {
+		out = append(out, &runtimeapi.Mount{ContainerPath: m.GetContainerPath(), HostPath: m.GetContainerPath(), Readonly: m.GetReadonly()})
+	}
+	return out
 }

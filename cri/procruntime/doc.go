@@ -56,7 +56,8 @@
 // with its memory and CPU limits. Without it, containers run in the host's
 // namespaces with no resource enforcement (limits are accepted and only
 // recorded). Either way there are no mounts (the host filesystem is visible
-// as-is) and no network namespace: every sandbox reports Options.HostIP.
+// as-is: ContainerStatus reports each mount with its host path equal to its
+// container path, which is what the process sees) and no network namespace: every sandbox reports Options.HostIP.
 // Containers run as the security context's user (credential.go), else as
 // the runtime's. Images are not downloaded: PullImage only keeps a record
 // under the normalised reference (image.go) and the image name is a label;

@@ -20,7 +20,7 @@ const (
 )
 
 // Verbs lists every verb the service serves, in registration order.
-var Verbs = []string{VerbPodsList, VerbPodsGet, VerbPodsDescribe, VerbLogs, VerbExec, VerbRestart, VerbEvict,
+var Verbs = []string{VerbPodsList, VerbPodsGet, VerbPodsDescribe, VerbLogs, VerbExec, VerbRestart, VerbEvict, VerbPlacement,
 	VerbStreamExec, VerbStreamAttach, VerbStreamPortForward}
 
 // PodRef names one pod. An empty namespace means "default".

@@ -16,6 +16,12 @@ func NodeDesiredConsumer(node string) string { return "actorlet-node-" + EncodeN
 // bucket's stream, filtered to <node>.> (headers only).
 func NodeStatusConsumer(node string) string { return "actorlet-status-" + EncodeName(node) }
 
+// NodeObjectConsumer is the durable pull consumer of node on each object
+// bucket's stream (ConfigMapsBucket, SecretsBucket), filtered to
+// node.<node>.> and fleet.> (ObjectSubjects). Consumer names are per
+// stream, so both buckets use the same name.
+func NodeObjectConsumer(node string) string { return "actorlet-objects-" + EncodeName(node) }
+
 // BucketStream is the stream JetStream keeps bucket in.
 func BucketStream(bucket string) string { return "KV_" + bucket }
 

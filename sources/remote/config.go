@@ -32,8 +32,11 @@ type Config struct {
 	// NodeName is this node: its keys are node.<NodeName>.>, and every
 	// delivered pod gets spec.nodeName = NodeName.
 	NodeName string
-	// NodeLabels decide which fleet pods (by spec.nodeSelector) run here.
+	// NodeLabels decide which fleet pods (spec.nodeSelector, required node
+	// affinity) run here; NodeTaints which they must tolerate. SetNode
+	// changes both at run time.
 	NodeLabels map[string]string
+	NodeTaints []v1.Taint
 	// Out receives the updates, one call at a time, in order.
 	Out func(messages.PodUpdate)
 	// Statuses owns the node's status entries (publish.StatusPublisher):

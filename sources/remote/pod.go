@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/wire"
@@ -34,8 +36,18 @@ func (s *Source) admit(key wire.DesiredKey, raw string, data []byte) (*v1.Pod, v
 	if err != nil {
 		return nil, rejected, err
 	}
-	if key.Fleet && !selectorMatches(pod.Spec.NodeSelector, s.cfg.NodeLabels) {
-		return nil, ignored, nil
+	if key.Fleet {
+		n := s.currentNode()
+		if _, running := s.delivered[raw]; running {
+			// Running here: only a changed selector or affinity moves it
+			// (taints act through NoExecute, see placement.go).
+			if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(n.node); !ok {
+				return nil, ignored, nil
+			}
+		} else if ok, why := n.fits(pod); !ok {
+			klog.V(3).InfoS("Fleet pod does not fit this node", "key", raw, "reason", why)
+			return nil, ignored, nil
+		}
 	}
 	if pod.Name == "" {
 		pod.Name = key.Name

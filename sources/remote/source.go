@@ -52,6 +52,13 @@ type Source struct {
 	nodeNames map[string]string
 	shadowed  map[string]*v1.Pod
 	sentSet   bool
+
+	// Fleet placement (placement.go).
+	node       nodeState
+	entries    map[string]jetstream.KeyValueEntry // fleet key → latest entry
+	waiting    map[string]jetstream.KeyValueEntry // fleet keys that do not fit this node (yet)
+	evictAt    map[string]time.Time               // fleet keys to evict for a NoExecute taint
+	evictTimer func()                             // stops the pending eviction wake-up
 }
 
 // Start opens the buckets and starts watching. The first update is a SET
@@ -80,7 +87,12 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 		rejected:  map[string]bool{},
 		nodeNames: map[string]string{},
 		shadowed:  map[string]*v1.Pod{},
+		entries:   map[string]jetstream.KeyValueEntry{},
+		waiting:   map[string]jetstream.KeyValueEntry{},
+		evictAt:   map[string]time.Time{},
 	}
+	s.node.view = newNodeView(cfg.NodeName, cfg.NodeLabels, cfg.NodeTaints)
+	s.node.changed = make(chan struct{}, 1)
 	s.unregister = cfg.Conn.OnReconnect(func() {
 		select {
 		case s.resync <- struct{}{}:
@@ -102,6 +114,11 @@ func (s *Source) Stop() {
 
 func (s *Source) run(ctx context.Context) {
 	defer close(s.done)
+	defer func() {
+		if s.evictTimer != nil {
+			s.evictTimer()
+		}
+	}()
 	backoff := rewatchBase
 	for {
 		synced, err := s.watch(ctx)
@@ -168,8 +185,11 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	}
 	s.applyInitial(ctx, initial)
 
+	s.reevaluate(ctx) // taints may evict, and labels may have changed meanwhile
 	for {
 		select {
+		case <-s.node.changed:
+			s.reevaluate(ctx)
 		case e, ok := <-w.Updates():
 			if !ok {
 				return true, errWatchClosed
@@ -241,8 +261,13 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 
 // apply handles one change after the initial values.
 func (s *Source) apply(ctx context.Context, e jetstream.KeyValueEntry) {
+	added := false
 	for _, u := range s.step(ctx, e) {
 		s.send(u.op, u.pod)
+		added = added || u.op == messages.OpAdd
+	}
+	if added && isFleetKey(e.Key()) && len(s.currentNode().node.Spec.Taints) > 0 {
+		s.reevaluate(ctx) // a tolerated NoExecute taint may bound its stay
 	}
 }
 

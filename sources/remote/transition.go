@@ -36,6 +36,7 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 	old := s.delivered[key]
 
 	if isDeletion(e) {
+		s.forget(key)
 		s.clearRejected(ctx, key)
 		if old == nil {
 			return 0, nil, false
@@ -50,6 +51,7 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		return 0, nil, false
 	}
 	pod, v, err := s.admit(dk, key, e.Value())
+	s.remember(e, v == ignored)
 	switch v {
 	case ignored:
 		s.clearRejected(ctx, key)

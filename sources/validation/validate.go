@@ -77,6 +77,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	if d := spec.ActiveDeadlineSeconds; d != nil && *d <= 0 {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, "must be > 0"))
 	}
+	errs = append(errs, validateUnsupported(spec, path)...)
 
 	volumes := sets.New[string]()
 	for i, vol := range spec.Volumes {
@@ -153,6 +154,15 @@ func validateContainer(c *v1.Container, path *field.Path, names, volumes sets.Se
 		if m.MountPath == "" {
 			errs = append(errs, field.Required(p.Child("mountPath"), ""))
 		}
+	}
+	switch c.TerminationMessagePolicy {
+	case v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError:
+	default:
+		errs = append(errs, field.NotSupported(path.Child("terminationMessagePolicy"), c.TerminationMessagePolicy,
+			[]v1.TerminationMessagePolicy{v1.TerminationMessageReadFile, v1.TerminationMessageFallbackToLogsOnError}))
+	}
+	if p := c.TerminationMessagePath; p != "" && !strings.HasPrefix(p, "/") {
+		errs = append(errs, field.Invalid(path.Child("terminationMessagePath"), p, "must be an absolute path"))
 	}
 	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
@@ -279,6 +289,10 @@ func validateProbe(probe *v1.Probe, path *field.Path, mustSucceedOnce bool) fiel
 	}
 	if g := probe.TerminationGracePeriodSeconds; g != nil && *g <= 0 {
 		errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *g, "must be > 0"))
+	}
+	if probe.TerminationGracePeriodSeconds != nil && !mustSucceedOnce {
+		// As the API server: a failed readiness probe kills nothing.
+		errs = append(errs, field.Forbidden(path.Child("terminationGracePeriodSeconds"), "must not be set for readinessProbes"))
 	}
 	return errs
 }

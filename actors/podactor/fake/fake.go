@@ -39,7 +39,8 @@ type Call struct {
 	ContainerName string
 	Grace         *int64
 	FailedProbes  map[string]string
-	Err           error // what the call returned; set when it returned
+	Started       map[string]bool // container IDs whose startup probe succeeded
+	Err           error           // what the call returned; set when it returned
 	Returned      bool
 }
 
@@ -177,12 +178,17 @@ func copyGrace(g *int64) *int64 {
 }
 
 // SyncPod records the call.
-func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, failedProbes map[string]string) error {
-	fp := map[string]string{}
-	for k, v := range failedProbes {
-		fp[k] = v
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, _ *cri.PodStatus, probes cri.Probes) error {
+	fp, started := map[string]string{}, map[string]bool{}
+	for k, v := range probes {
+		if v.Failed {
+			fp[k] = v.Message
+		}
+		if v.Started {
+			started[k] = true
+		}
 	}
-	return r.call(ctx, Call{Op: OpSyncPod, UID: pod.UID, Pod: pod, FailedProbes: fp})
+	return r.call(ctx, Call{Op: OpSyncPod, UID: pod.UID, Pod: pod, FailedProbes: fp, Started: started})
 }
 
 // KillPod records the call.

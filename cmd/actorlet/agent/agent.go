@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -32,6 +33,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/sources/file"
 	"github.com/actorlet/actorlet/sources/mux"
+	"github.com/actorlet/actorlet/sources/objects"
 	"github.com/actorlet/actorlet/sources/remote"
 )
 
@@ -142,16 +144,31 @@ func (a *Agent) start(ctx context.Context) error {
 	}
 	a.recorder = events.NewRecorder(a.conn.JS, cfg.NodeName)
 	a.onShutdown(a.recorder.Stop)
+	// ConfigMaps and Secrets this node may read; a change syncs the pods
+	// that use it (once the supervisor runs).
+	var sup atomic.Pointer[actor.PID]
+	store, err := objects.Start(ctx, a.conn, cfg.NodeName, func(r objects.Ref) {
+		if pid := sup.Load(); pid != nil {
+			a.system.Root.Send(pid, &messages.ObjectChanged{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("start the ConfigMap and Secret store: %w", err)
+	}
+	a.onShutdown(store.Stop)
 	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
-		PodLogsDir: cfg.PodLogsDir,
-		PodsDir:    filepath.Join(cfg.RootDir, "pods"),
-		HostIP:     a.cfg.NodeIP,
-		NodeName:   cfg.NodeName,
-		Recorder:   a.recorder,
+		PodLogsDir:  cfg.PodLogsDir,
+		PodsDir:     filepath.Join(cfg.RootDir, "pods"),
+		HostIP:      a.cfg.NodeIP,
+		NodeName:    cfg.NodeName,
+		Recorder:    a.recorder,
+		Allocatable: allocatable(cfg.MaxPods),
+		Objects:     store,
 	})
 	if err := a.startActors(); err != nil {
 		return err
 	}
+	sup.Store(a.Supervisor())
 	if err := a.startSources(ctx); err != nil {
 		return err
 	}
@@ -322,7 +339,7 @@ func (a *Agent) startSources(ctx context.Context) error {
 		a.onShutdown(src.Stop)
 	}
 	src, err := remote.Start(ctx, remote.Config{
-		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
+		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), NodeTaints: cfg.RegisterWithTaints, Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
 		OnInvalid: func(key string, err error) { a.metrics.invalidUpdates.Inc() },
 	})
 	if err != nil {
@@ -339,7 +356,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 	hb, err := publish.StartHeartbeat(ctx, publish.HeartbeatConfig{
 		JS: a.conn.JS, NodeName: cfg.NodeName, Period: cfg.NodeStatusUpdateFrequency,
 		Conditions: a.nodeConditions, Version: Version, RuntimeVersion: a.runtimeVer,
-		Labels: cfg.NodeLabels, MaxPods: cfg.MaxPods,
+		Labels: cfg.NodeLabels, Taints: cfg.RegisterWithTaints, MaxPods: cfg.MaxPods,
 	})
 	if err != nil {
 		return fmt.Errorf("start the node heartbeat: %w", err)
@@ -348,6 +365,11 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 	node := &commands.ActorNode{
 		Root: a.system.Root, Supervisor: a.actors.Supervisor, Status: a.actors.Status, Prober: a.actors.Prober,
 		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
+		Placement: func(labels map[string]string, taints []v1.Taint) {
+			a.SetNodePlacement(labels, taints)
+			hb.SetPlacement(labels, taints)
+			go func() { _ = hb.Beat(context.Background()) }() // show it now, not at the next period
+		},
 	}
 	if st, ok := a.runtime.(commands.StreamingRuntime); ok {
 		node.Streaming = st
@@ -404,8 +426,8 @@ func (a *Agent) nodeLabels() map[string]string {
 // the shape pod actors use.
 type managerAdapter struct{ *kuberuntime.Manager }
 
-func (m managerAdapter) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, failedProbes map[string]string) error {
-	return m.Manager.SyncPod(ctx, pod, status, failedProbes).Error()
+func (m managerAdapter) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatus, probes cri.Probes) error {
+	return m.Manager.SyncPod(ctx, pod, status, probes).Error()
 }
 
 var _ supervisor.Runtime = managerAdapter{}
@@ -463,4 +485,22 @@ func (s *agentSink) PodStatusChanged(c messages.PodStatusChanged) {
 func (s *agentSink) PodStatusRemoved(pod *v1.Pod) {
 	s.next.PodStatusRemoved(pod)
 	s.metrics.forget(pod.UID)
+}
+
+// SetNodePlacement replaces, at run time, the labels (besides the
+// well-known hostname/os/arch ones) and taints by which fleet pods are
+// placed on this node: waiting fleet pods that now fit start, and
+// untolerated NoExecute taints evict running ones. (The node entry in the
+// nodes bucket keeps the start-up labels and taints.)
+func (a *Agent) SetNodePlacement(labels map[string]string, taints []v1.Taint) {
+	merged := map[string]string{}
+	for k, v := range a.nodeLabels() {
+		if _, user := a.cfg.NodeLabels[k]; !user {
+			merged[k] = v
+		}
+	}
+	for k, v := range labels {
+		merged[k] = v
+	}
+	a.remote.SetNode(merged, taints)
 }

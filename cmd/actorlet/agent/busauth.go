@@ -78,11 +78,31 @@ func (a *Agent) connectBus(ctx context.Context, opts bus.Options) error {
 	a.onShutdown(conn.Close)
 	ensureCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := conn.EnsureProtocolWith(ensureCtx, a.cfg.NATS.Protocol()); err != nil {
+	if err := conn.EnsurePodProtocolWith(ensureCtx, a.cfg.NATS.Protocol()); err != nil {
 		return fmt.Errorf("create the bus buckets and streams: %w", err)
 	}
 	if err := busauth.EnsureNodeConsumers(ensureCtx, conn.JS, node); err != nil {
 		return err
+	}
+	// ConfigMaps and Secrets: the embedded server's admin creates their
+	// buckets and this node's consumers; on an external server an operator
+	// does (actorletctl node add), and a node without them starts anyway,
+	// its object store waiting for them.
+	// An edge node's objects are not provisioned in its local domain.
+	objCtx, objCancel := context.WithTimeout(ensureCtx, objectSetupTimeout)
+	defer objCancel()
+	err = nil
+	if !conn.Edge() {
+		err = conn.EnsureObjectBuckets(objCtx)
+		if err == nil {
+			err = busauth.EnsureNodeObjectConsumers(objCtx, conn.JS, node)
+		}
+	}
+	if err != nil {
+		if nodeCreds != "" {
+			return fmt.Errorf("create the ConfigMap and Secret buckets and consumers: %w", err)
+		}
+		klog.InfoS("ConfigMaps and Secrets are not set up for this node on the bus yet (an operator runs actorletctl node add); starting without them, the object store waits", "node", node, "err", err)
 	}
 	if nodeCreds != "" {
 		if err := conn.Redial(ctx, nodeCreds, busauth.NodeInboxPrefix(node)); err != nil {
@@ -91,6 +111,10 @@ func (a *Agent) connectBus(ctx context.Context, opts bus.Options) error {
 	}
 	return nil
 }
+
+// objectSetupTimeout bounds the check of the object buckets and consumers
+// at start-up, which a node's credentials may not be allowed to complete.
+const objectSetupTimeout = 5 * time.Second
 
 // ensureCreds writes a .creds file made by issue unless one is there.
 func ensureCreds(path string, issue func() ([]byte, error)) error {

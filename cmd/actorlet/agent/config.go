@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 )
@@ -25,6 +27,7 @@ import (
 type Config struct {
 	NodeName                 string            `json:"nodeName"`
 	NodeLabels               map[string]string `json:"nodeLabels"`
+	RegisterWithTaints       []v1.Taint        `json:"registerWithTaints"`
 	NodeIP                   string            `json:"nodeIP"`
 	RootDir                  string            `json:"rootDir"`
 	PodManifestPath          string            `json:"podManifestPath"`
@@ -151,6 +154,7 @@ func ParseFlags(args []string) (Config, error) {
 	configFile := fs.String("config", "", "YAML file with any of the settings below (flags given on the command line win)")
 	fs.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "name of this node")
 	labels := fs.String("node-labels", "", "labels of this node, k=v,k2=v2 (fleet pods select nodes by them)")
+	taints := fs.String("register-with-taints", "", "taints of this node, key=value:Effect,key2:Effect (NoSchedule, PreferNoSchedule, NoExecute): fleet pods must tolerate them")
 	fs.StringVar(&cfg.NodeIP, "node-ip", cfg.NodeIP, "IP address reported for the node and for host-network pods (default: first non-loopback address)")
 	fs.StringVar(&cfg.RootDir, "root-dir", cfg.RootDir, "directory for the agent's state: pods, logs, embedded runtime and NATS store")
 	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", cfg.PodManifestPath, "directory of static pod manifests (YAML/JSON); empty disables static pods")
@@ -228,6 +232,13 @@ func ParseFlags(args []string) (Config, error) {
 			}
 		}
 	}
+	if *taints != "" {
+		t, err := ParseTaints(*taints)
+		if err != nil {
+			return cfg, fmt.Errorf("--register-with-taints: %w", err)
+		}
+		cfg.RegisterWithTaints = t
+	}
 	if err := cfg.resolveSecrets(os.Getenv); err != nil {
 		return cfg, err
 	}
@@ -296,6 +307,37 @@ func parseLabels(s string) (map[string]string, error) {
 			return nil, fmt.Errorf("%q is not key=value", kv)
 		}
 		out[k] = v
+	}
+	return out, nil
+}
+
+// ParseTaints reads the kubelet's --register-with-taints form:
+// key[=value]:Effect, comma separated.
+func ParseTaints(s string) ([]v1.Taint, error) {
+	var out []v1.Taint
+	for _, spec := range strings.Split(s, ",") {
+		spec = strings.TrimSpace(spec)
+		kv, effect, ok := strings.Cut(spec, ":")
+		if !ok {
+			return nil, fmt.Errorf("taint %q: want key[=value]:Effect", spec)
+		}
+		key, value, _ := strings.Cut(kv, "=")
+		t := v1.Taint{Key: key, Value: value, Effect: v1.TaintEffect(effect)}
+		switch t.Effect {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			return nil, fmt.Errorf("taint %q: effect %q must be NoSchedule, PreferNoSchedule or NoExecute", spec, effect)
+		}
+		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+			return nil, fmt.Errorf("taint %q: key: %s", spec, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+			return nil, fmt.Errorf("taint %q: value: %s", spec, strings.Join(msgs, "; "))
+		}
+		out = append(out, t)
+	}
+	if len(out) > 64 {
+		return nil, fmt.Errorf("%d taints: at most 64", len(out))
 	}
 	return out, nil
 }

@@ -153,3 +153,15 @@ nats:
 		})
 	}
 }
+
+func TestParseTaints(t *testing.T) {
+	got, err := ParseTaints("dedicated=ml:NoSchedule, maint:NoExecute")
+	if err != nil || len(got) != 2 || got[0].Key != "dedicated" || got[0].Value != "ml" || got[0].Effect != "NoSchedule" || got[1].Key != "maint" || got[1].Effect != "NoExecute" {
+		t.Fatalf("ParseTaints = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"nokey", "k=v:Sometimes", "bad key:NoSchedule", "k=" + strings.Repeat("v", 100) + ":NoSchedule"} {
+		if _, err := ParseTaints(bad); err == nil {
+			t.Errorf("ParseTaints(%q) accepted", bad)
+		}
+	}
+}

@@ -21,6 +21,9 @@ var (
 	DesiredStream = wire.BucketStream(wire.DesiredBucket)
 	StatusStream  = wire.BucketStream(wire.StatusBucket)
 	NodesStream   = wire.BucketStream(wire.NodesBucket)
+	// ConfigMaps and Secrets (wire.ConfigMapsBucket, wire.SecretsBucket).
+	ConfigMapsStream = wire.BucketStream(wire.ConfigMapsBucket)
+	SecretsStream    = wire.BucketStream(wire.SecretsBucket)
 )
 
 // NodePermissions is everything a node's user may do, and nothing else:
@@ -28,14 +31,16 @@ var (
 //   - publish its own status, heartbeat, events and finalizing deletions of
 //     its own desired keys; read its own keys by direct get;
 //   - read its desired pods only through its own two pull consumers
-//     (NodeConsumers): next message, info and reset, never create;
+//     (NodeConsumers), and its ConfigMaps and Secrets (its node scope and
+//     the fleet scope) only through its own consumer on each object bucket
+//     (NodeObjectConsumers): next message, info and reset, never create;
 //   - receive its own command requests and the micro discovery requests;
 //   - answer only requests it received (allow_responses), including log
 //     chunks, which go to the log request's reply subject;
 //   - subscribe only to its own inbox prefix (NodeInboxPrefix).
 func NodePermissions(node string) jwt.Permissions {
 	n := EncodeToken(node)
-	desired, status := wire.NodeDesiredConsumer(node), wire.NodeStatusConsumer(node)
+	desired, status, objects := wire.NodeDesiredConsumer(node), wire.NodeStatusConsumer(node), wire.NodeObjectConsumer(node)
 	var p jwt.Permissions
 	p.Pub.Allow.Add(
 		// Binding to the buckets (jetstream.KeyValue asks for the stream info).
@@ -43,6 +48,8 @@ func NodePermissions(node string) jwt.Permissions {
 		"$JS.API.STREAM.INFO."+StatusStream,
 		"$JS.API.STREAM.INFO."+NodesStream,
 		"$JS.API.STREAM.INFO."+wire.EventsStream,
+		"$JS.API.STREAM.INFO."+ConfigMapsStream,
+		"$JS.API.STREAM.INFO."+SecretsStream,
 		// Its own consumers, never another's; no CREATE/DELETE.
 		"$JS.API.CONSUMER.INFO."+DesiredStream+"."+desired,
 		"$JS.API.CONSUMER.MSG.NEXT."+DesiredStream+"."+desired,
@@ -50,6 +57,12 @@ func NodePermissions(node string) jwt.Permissions {
 		"$JS.API.CONSUMER.INFO."+StatusStream+"."+status,
 		"$JS.API.CONSUMER.MSG.NEXT."+StatusStream+"."+status,
 		"$JS.API.CONSUMER.RESET."+StatusStream+"."+status,
+		"$JS.API.CONSUMER.INFO."+ConfigMapsStream+"."+objects,
+		"$JS.API.CONSUMER.MSG.NEXT."+ConfigMapsStream+"."+objects,
+		"$JS.API.CONSUMER.RESET."+ConfigMapsStream+"."+objects,
+		"$JS.API.CONSUMER.INFO."+SecretsStream+"."+objects,
+		"$JS.API.CONSUMER.MSG.NEXT."+SecretsStream+"."+objects,
+		"$JS.API.CONSUMER.RESET."+SecretsStream+"."+objects,
 		// Direct gets of its own keys only (the subject form names the key).
 		"$JS.API.DIRECT.GET."+DesiredStream+".$KV."+wire.DesiredBucket+".node."+n+".>",
 		"$JS.API.DIRECT.GET."+StatusStream+".$KV."+wire.StatusBucket+"."+n+".>",

@@ -42,12 +42,43 @@ func NodeConsumers(node string) map[string]jetstream.ConsumerConfig {
 	}
 }
 
+// NodeObjectConsumers are the node's consumers on the ConfigMap and Secret
+// buckets, made like NodeConsumers: one per bucket, filtered to the node's
+// own scope and the fleet scope (wire.ObjectSubjects), so a node never
+// receives another node's node-scoped objects.
+func NodeObjectConsumers(node string) map[string]jetstream.ConsumerConfig {
+	out := map[string]jetstream.ConsumerConfig{}
+	for stream, bucket := range map[string]string{ConfigMapsStream: wire.ConfigMapsBucket, SecretsStream: wire.SecretsBucket} {
+		out[stream] = jetstream.ConsumerConfig{
+			Durable:        wire.NodeObjectConsumer(node),
+			Description:    "actorlet node " + node + ": its " + bucket + " objects and the fleet ones",
+			FilterSubjects: wire.ObjectSubjects(bucket, node),
+			DeliverPolicy:  jetstream.DeliverAllPolicy,
+			AckPolicy:      jetstream.AckNonePolicy,
+			ReplayPolicy:   jetstream.ReplayInstantPolicy,
+		}
+	}
+	return out
+}
+
 // EnsureNodeConsumers creates the node's consumers, or checks that they
 // exist. A connection with node permissions cannot create them: it then
 // returns wire.ErrNotProvisioned for a missing one, and accepts existing ones as
 // they are.
 func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	for stream, cfg := range NodeConsumers(node) {
+	return ensureConsumers(ctx, js, NodeConsumers(node))
+}
+
+// EnsureNodeObjectConsumers does what EnsureNodeConsumers does for
+// NodeObjectConsumers (the object buckets must exist). Operators run both
+// (actorletctl node add); a node runs without its object consumers until
+// they are there (sources/objects waits for them).
+func EnsureNodeObjectConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
+	return ensureConsumers(ctx, js, NodeObjectConsumers(node))
+}
+
+func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[string]jetstream.ConsumerConfig) error {
+	for stream, cfg := range consumers {
 		c, err := js.Consumer(ctx, stream, cfg.Durable)
 		if err == nil {
 			if have := c.CachedInfo().Config; !sameFilters(have.FilterSubjects, have.FilterSubject, cfg.FilterSubjects) ||
@@ -74,10 +105,15 @@ func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node strin
 	return nil
 }
 
-// DeleteNodeConsumers removes the node's consumers (node removal).
+// DeleteNodeConsumers removes the node's consumers, object consumers too
+// (node removal).
 func DeleteNodeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	for stream, cfg := range NodeConsumers(node) {
-		if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	all := NodeConsumers(node)
+	for stream, cfg := range NodeObjectConsumers(node) {
+		all[stream] = cfg
+	}
+	for stream, cfg := range all {
+		if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return fmt.Errorf("delete consumer %s on %s: %w", cfg.Durable, stream, err)
 		}
 	}

@@ -111,6 +111,18 @@ func seed(t *testing.T, admin *bus.Conn) {
 	if _, err := status.Put(ctx, wire.StatusKey("n2", "default", "secret"), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
+	// ConfigMaps and Secrets: n1's, n2's and a fleet-wide one of each.
+	for _, bucket := range []string{wire.ConfigMapsBucket, wire.SecretsBucket} {
+		kv, err := admin.JS.KeyValue(ctx, bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{wire.ObjectNodeKey("n1", "default", "mine"), wire.ObjectNodeKey("n2", "default", "secret"), wire.ObjectFleetKey("default", "shared")} {
+			if _, err := kv.Put(ctx, k, []byte(`{"metadata":{"name":"x"}}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 func TestUnauthenticatedClientRefused(t *testing.T) {
@@ -162,6 +174,67 @@ func TestNodeIsolation(t *testing.T) {
 		t.Error("n1 pulled from n2's consumer")
 	}
 
+	// ConfigMaps and Secrets: its own and the fleet's through its own
+	// consumer on each bucket; n2's node-scoped ones not by direct get, not
+	// by message get, not through n2's consumer, not by a watch.
+	for _, bucket := range []string{wire.ConfigMapsBucket, wire.SecretsBucket} {
+		stream := wire.BucketStream(bucket)
+		keys, err := bus.ConsumerKeys(ctx, js, bucket, wire.NodeObjectConsumer("n1"))
+		if err != nil {
+			t.Fatalf("n1 reads its own %s consumer: %v", bucket, err)
+		}
+		want := map[string]bool{wire.ObjectNodeKey("n1", "default", "mine"): true, wire.ObjectFleetKey("default", "shared"): true}
+		if len(keys) != len(want) || !want[keys[0]] || !want[keys[1]] {
+			t.Fatalf("n1 sees %s keys %v, want exactly %v", bucket, keys, want)
+		}
+		theirs := "$KV." + bucket + "." + wire.ObjectNodeKey("n2", "default", "secret")
+		if _, err := nc.Request("$JS.API.DIRECT.GET."+stream+"."+theirs, nil, denyWait); err == nil {
+			t.Errorf("n1 read n2's %s key by direct get", bucket)
+		}
+		v.expect(t, "$JS.API.DIRECT.GET."+stream+"."+theirs)
+		if _, err := nc.Request("$JS.API.DIRECT.GET."+stream, []byte(`{"last_by_subj":"`+theirs+`"}`), denyWait); err == nil {
+			t.Errorf("n1 read n2's %s key by direct get with a body", bucket)
+		}
+		v.expect(t, "$JS.API.DIRECT.GET."+stream)
+		if _, err := nc.Request("$JS.API.STREAM.MSG.GET."+stream, []byte(`{"last_by_subj":"`+theirs+`"}`), denyWait); err == nil {
+			t.Errorf("n1 read n2's %s key by message get", bucket)
+		}
+		v.expect(t, "$JS.API.STREAM.MSG.GET."+stream)
+		octx, cancel := context.WithTimeout(ctx, denyWait)
+		if _, err := bus.ConsumerKeys(octx, js, bucket, wire.NodeObjectConsumer("n2")); err == nil {
+			t.Errorf("n1 read n2's %s consumer", bucket)
+		}
+		cancel()
+		v.expect(t, "$JS.API.CONSUMER.INFO."+stream+"."+wire.NodeObjectConsumer("n2"))
+		if _, err := nc.Request("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+wire.NodeObjectConsumer("n2"), []byte(`{"batch":10}`), denyWait); err == nil {
+			t.Errorf("n1 pulled from n2's %s consumer", bucket)
+		}
+		v.expect(t, "$JS.API.CONSUMER.MSG.NEXT."+stream+"."+wire.NodeObjectConsumer("n2"))
+		okv, err := js.KeyValue(ctx, bucket)
+		if err != nil {
+			t.Fatalf("n1 binds to %s: %v", bucket, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, denyWait)
+		if w, err := okv.Watch(wctx, wire.ObjectNodeWatch("n2")); err == nil {
+			select {
+			case e := <-w.Updates():
+				if e != nil {
+					t.Errorf("n1 watched %s and got %s", bucket, e.Key())
+				}
+			case <-wctx.Done():
+			}
+			_ = w.Stop()
+		}
+		cancel()
+		cctx, cancel := context.WithTimeout(ctx, denyWait)
+		_, err = js.CreateOrUpdateConsumer(cctx, stream, jetstream.ConsumerConfig{Durable: "evil", FilterSubject: "$KV." + bucket + ".>"})
+		cancel()
+		if err == nil {
+			t.Errorf("n1 created a consumer on %s", stream)
+		}
+		v.expect(t, "$JS.API.CONSUMER.CREATE."+stream+".evil.$KV."+bucket+".>")
+	}
+
 	// No consumer of its own making: not the ordered one a KV watch
 	// creates, not a push consumer delivering to n2's exec subject.
 	kv, err := js.KeyValue(ctx, wire.DesiredBucket)
@@ -189,8 +262,8 @@ func TestNodeIsolation(t *testing.T) {
 		t.Error("n1 created a push consumer delivering to n2's exec subject")
 	}
 	v.expect(t, "$JS.API.CONSUMER.CREATE."+busauth.DesiredStream+".evil.$KV."+wire.DesiredBucket+".>")
-	if names := consumerNames(t, admin); len(names) != 2*2 {
-		t.Errorf("consumers on the server: %v, want only the 4 provisioned ones", names)
+	if names := consumerNames(t, admin); len(names) != 2*4 {
+		t.Errorf("consumers on the server: %v, want only the 8 provisioned ones", names)
 	}
 
 	// Writes: its own status yes, n2's status and n2's desired keys no.
@@ -310,7 +383,7 @@ func TestNodeCannotRedirectDeliveries(t *testing.T) {
 func consumerNames(t *testing.T, admin *bus.Conn) []string {
 	t.Helper()
 	var names []string
-	for _, stream := range []string{busauth.DesiredStream, busauth.StatusStream} {
+	for _, stream := range []string{busauth.DesiredStream, busauth.StatusStream, busauth.ConfigMapsStream, busauth.SecretsStream} {
 		st, err := admin.JS.Stream(testCtx(t), stream)
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,11 @@ func TestFleet(t *testing.T) {
 		{"KeyDeletedDuringGracefulDeletion", testKeyDeletedDuringGracefulDeletion},
 		{"UIDChangedInPlace", testUIDChangedInPlace},
 		{"Interactive", testInteractive},
+		{"ConfigMapsAndSecrets", testObjects},
+		{"AffinityAndTaints", testPlacement},
+		{"Examples", testExamples},
+		{"PodLifecycleFields", testPodLifecycleFields},
+		{"Debug", testDebug},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

@@ -75,6 +75,9 @@ func (s *Server) NodeCreds(t testing.TB, node string) string {
 	if err := busauth.EnsureNodeConsumers(ctx, admin.JS, node); err != nil {
 		t.Fatalf("provision node %s: %v", node, err)
 	}
+	if err := busauth.EnsureNodeObjectConsumers(ctx, admin.JS, node); err != nil {
+		t.Fatalf("provision node %s (objects): %v", node, err)
+	}
 	creds, err := s.Auth.IssueNode(node)
 	if err != nil {
 		t.Fatal(err)

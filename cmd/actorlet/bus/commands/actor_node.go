@@ -48,6 +48,18 @@ type ActorNode struct {
 	BackOffs func(uid types.UID) map[string]time.Time
 	// Events returns recent events about a pod; optional.
 	Events func(namespace, name string) []v1.Event
+	// Placement changes the node's labels and taints at run time;
+	// optional (without it the verb answers 501).
+	Placement func(labels map[string]string, taints []v1.Taint)
+}
+
+// SetPlacement replaces the node's labels and taints.
+func (n *ActorNode) SetPlacement(_ context.Context, labels map[string]string, taints []v1.Taint) error {
+	if n.Placement == nil {
+		return &wire.Error{Code: 501, Description: "this node cannot change its labels or taints"}
+	}
+	n.Placement(labels, taints)
+	return nil
 }
 
 var _ Node = &ActorNode{}

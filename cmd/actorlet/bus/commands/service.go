@@ -123,6 +123,7 @@ func StartService(nc *nats.Conn, node Node, opts ServiceOptions) (*Service, erro
 		wire.VerbExec:         s.exec,
 		wire.VerbRestart:      s.restart,
 		wire.VerbEvict:        s.evict,
+		wire.VerbPlacement:    s.placement,
 
 		wire.VerbStreamExec:        s.openSession(wire.VerbStreamExec),
 		wire.VerbStreamAttach:      s.openSession(wire.VerbStreamAttach),

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,8 @@ type HeartbeatConfig struct {
 	RuntimeVersion string
 	// Labels are added to the well-known hostname/os/arch labels.
 	Labels map[string]string
+	// Taints are published as spec.taints (--register-with-taints).
+	Taints []v1.Taint
 	// MaxPods is the pods capacity (default podrules.DefaultMaxPods).
 	MaxPods int
 	// Clock paces the beats (default real time).
@@ -47,7 +51,10 @@ type HeartbeatConfig struct {
 // period with its current conditions.
 type Heartbeat struct {
 	cfg   HeartbeatConfig
-	facts nodeFacts
+	facts nodeFacts // labels and taints under placement
+	// placement guards facts.labels and facts.taints, which SetPlacement
+	// replaces.
+	placement sync.Mutex
 
 	kv   jetstream.KeyValue // beat goroutine only
 	prev []v1.NodeCondition // beat goroutine only
@@ -96,6 +103,7 @@ func StartHeartbeat(ctx context.Context, cfg HeartbeatConfig) (*Heartbeat, error
 		done:  make(chan struct{}),
 	}
 	h.facts.period = cfg.Period
+	h.facts.taints = append([]v1.Taint(nil), cfg.Taints...)
 	ctx, h.cancel = context.WithCancel(ctx)
 	ticker := cfg.Clock.NewTicker(cfg.Period)
 	go h.run(ctx, ticker)
@@ -187,7 +195,10 @@ func (h *Heartbeat) beat(ctx context.Context) (err error) {
 	if h.created.IsZero() {
 		h.register(ctx)
 	}
-	node := buildNode(h.facts, conds, condErr, h.cfg.Clock.Now(), h.prev)
+	h.placement.Lock()
+	facts := h.facts
+	h.placement.Unlock()
+	node := buildNode(facts, conds, condErr, h.cfg.Clock.Now(), h.prev)
 	node.CreationTimestamp = metav1.NewTime(h.created)
 	data, err := json.Marshal(node)
 	if err != nil {
@@ -221,4 +232,21 @@ func (h *Heartbeat) register(ctx context.Context) {
 	if h.prev == nil {
 		h.prev = prev.Status.Conditions
 	}
+}
+
+// SetPlacement replaces the node's labels (besides the well-known
+// hostname/os/arch ones) and taints in its entry from the next beat on.
+func (h *Heartbeat) SetPlacement(labels map[string]string, taints []v1.Taint) {
+	fresh := map[string]string{
+		v1.LabelHostname:   strings.ToLower(h.cfg.NodeName),
+		v1.LabelOSStable:   runtime.GOOS,
+		v1.LabelArchStable: runtime.GOARCH,
+	}
+	for k, v := range labels {
+		fresh[k] = v
+	}
+	h.placement.Lock()
+	defer h.placement.Unlock()
+	h.facts.labels = fresh
+	h.facts.taints = append([]v1.Taint(nil), taints...)
 }

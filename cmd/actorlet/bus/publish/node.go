@@ -32,6 +32,7 @@ type nodeFacts struct {
 	info      v1.NodeSystemInfo
 	addresses []v1.NodeAddress
 	period    time.Duration // heartbeat period, published as an annotation
+	taints    []v1.Taint
 }
 
 // buildNode renders the node with the latest conditions. prev (may be nil)
@@ -41,6 +42,7 @@ func buildNode(f nodeFacts, conds messages.NodeConditions, condErr error, now ti
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: copyMap(f.labels),
 			Annotations: map[string]string{wire.HeartbeatPeriodAnnotation: f.period.String()}},
+		Spec: v1.NodeSpec{Taints: append([]v1.Taint(nil), f.taints...)},
 		Status: v1.NodeStatus{
 			Capacity:    f.capacity.DeepCopy(),
 			Allocatable: f.capacity.DeepCopy(),

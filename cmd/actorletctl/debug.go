@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/actorlet/actorlet/sources/validation"
+)
+
+// debug adds an ephemeral container to a running pod, as kubectl debug
+// does: it is written into the desired pod (never restarted, removed with
+// the pod); its output is read with logs -c NAME.
+func (c *cli) debug(ctx context.Context, args []string) error {
+	fs := c.flags("debug")
+	ns := fs.String("n", "default", "namespace")
+	image := fs.String("image", "", "image of the debug container (required)")
+	name := fs.String("c", "", "name of the debug container (default: debugger-XXXXX)")
+	target := fs.String("target", "", "container whose process namespace to target (when the runtime supports it)")
+	node := fs.String("node", "", "the node the pod was applied to")
+	fleet := fs.Bool("selector", false, "the pod is a fleet pod (applied with --selector)")
+	pos, cmd, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	pod, err := oneName(fs, pos, "pod name")
+	if err != nil {
+		return err
+	}
+	if *image == "" {
+		fmt.Fprintln(c.stderr, "error: --image is required")
+		return errUsage
+	}
+	if *name == "" {
+		*name = "debugger-" + rand.String(5)
+		fmt.Fprintf(c.stderr, "Defaulting debug container name to %s.\n", *name)
+	}
+	kv, err := c.bucket(ctx, wire.DesiredBucket)
+	if err != nil {
+		return err
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	key, err := desiredKey(qctx, kv, *ns, pod, *node, *fleet)
+	if err != nil {
+		return err
+	}
+	e, err := kv.Get(qctx, key)
+	if err != nil {
+		return fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err)
+	}
+	var p v1.Pod
+	if err := json.Unmarshal(e.Value(), &p); err != nil {
+		return fmt.Errorf("decode pod %s/%s: %w", *ns, pod, err)
+	}
+	if p.DeletionTimestamp != nil {
+		return fmt.Errorf("pod %s/%s is being deleted", *ns, pod)
+	}
+	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
+		EphemeralContainerCommon: v1.EphemeralContainerCommon{
+			Name: *name, Image: *image, Command: cmd, ImagePullPolicy: v1.PullIfNotPresent,
+			TerminationMessagePolicy: v1.TerminationMessageReadFile, TerminationMessagePath: v1.TerminationMessagePathDefault,
+		},
+		TargetContainerName: *target,
+	})
+	check := p.DeepCopy()
+	validation.SetDefaults(check)
+	if err := validation.ValidatePod(check); err != nil {
+		return fmt.Errorf("debug container: %w", err)
+	}
+	data, err := json.Marshal(&p)
+	if err != nil {
+		return err
+	}
+	// Only if nobody changed the pod meanwhile.
+	if _, err := kv.Update(qctx, key, data, e.Revision()); err != nil {
+		return errors.Join(fmt.Errorf("add the debug container to pod %s/%s (changed meanwhile? try again)", *ns, pod), err)
+	}
+	fmt.Fprintf(c.stdout, "ephemeral container %s added to pod %s; its output: actorletctl logs %s -c %s -n %s\n", *name, pod, pod, *name, *ns)
+	return nil
+}

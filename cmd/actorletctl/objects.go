@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/actorlet/actorlet/messages/wire"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/yaml"
+)
+
+// object is a ConfigMap or Secret read from a manifest.
+type object struct {
+	kind      string // "ConfigMap" or "Secret"
+	configMap *v1.ConfigMap
+	secret    *v1.Secret
+}
+
+func (o *object) meta() *metav1.ObjectMeta {
+	if o.configMap != nil {
+		return &o.configMap.ObjectMeta
+	}
+	return &o.secret.ObjectMeta
+}
+
+func (o *object) value() any {
+	if o.configMap != nil {
+		return o.configMap
+	}
+	return o.secret
+}
+
+// objectKey is where an object lives: readable by node only, or (node
+// empty) by every node.
+func objectKey(node, namespace, name string) string {
+	if node != "" {
+		return wire.ObjectNodeKey(node, namespace, name)
+	}
+	return wire.ObjectFleetKey(namespace, name)
+}
+
+// applyObject writes a ConfigMap or Secret, keeping the UID and creation
+// time of the one already there. The value is never printed.
+func (c *cli) applyObject(ctx context.Context, o *object, node string) (string, error) {
+	bucket, err := wire.ObjectBucket(o.kind)
+	if err != nil {
+		return "", err
+	}
+	kv, err := c.bucket(ctx, bucket)
+	if err != nil {
+		return "", err
+	}
+	meta := o.meta()
+	key := objectKey(node, meta.Namespace, meta.Name)
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	verb := "created"
+	old, err := kv.Get(qctx, key)
+	switch {
+	case err == nil:
+		var prev metav1.PartialObjectMetadata
+		if json.Unmarshal(old.Value(), &prev) == nil {
+			if meta.UID == "" {
+				meta.UID = prev.UID
+			}
+			if meta.CreationTimestamp.IsZero() {
+				meta.CreationTimestamp = prev.CreationTimestamp
+			}
+		}
+		verb = "configured"
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return "", fmt.Errorf("read %s key %q: %w", bucket, key, err)
+	}
+	if meta.UID == "" {
+		meta.UID = uuid.NewUUID()
+	}
+	if meta.CreationTimestamp.IsZero() {
+		meta.CreationTimestamp = metav1.NewTime(c.clock.Now().UTC().Truncate(time.Second))
+	}
+	data, err := json.Marshal(o.value())
+	if err != nil {
+		return "", fmt.Errorf("encode %s: %w", o.kind, err)
+	}
+	if len(data) > wire.MaxObjectValueSize {
+		return "", fmt.Errorf("%s %s/%s is %d bytes encoded, over the bus limit of %d bytes", o.kind, meta.Namespace, meta.Name, len(data), wire.MaxObjectValueSize)
+	}
+	if cn, err := c.connect(ctx); err == nil && cn.nc != nil && int64(len(data)) > cn.nc.MaxPayload()-1024 {
+		return "", fmt.Errorf("%s %s/%s is %d bytes encoded, over the NATS server's max_payload of %d bytes (raise max_payload to store objects up to 1 MiB)",
+			o.kind, meta.Namespace, meta.Name, len(data), cn.nc.MaxPayload())
+	}
+	if node == "" {
+		c.warnShadowed(qctx, kv, o.kind, meta.Namespace, meta.Name)
+	}
+	if old != nil && bytes.Equal(old.Value(), data) {
+		return "unchanged", nil
+	}
+	if _, err := kv.Put(qctx, key, data); err != nil {
+		return "", fmt.Errorf("write %s key %q: %w", bucket, key, err)
+	}
+	return verb, nil
+}
+
+// warnShadowed says when node-scoped copies of a fleet object exist: on
+// those nodes they win over the fleet one being written.
+func (c *cli) warnShadowed(ctx context.Context, kv jetstream.KeyValue, kind, namespace, name string) {
+	es, _, err := entries(ctx, kv, "node.*."+wire.EncodeName(namespace)+"."+wire.EncodeName(name), false)
+	if err != nil || len(es) == 0 {
+		return
+	}
+	var nodes []string
+	for _, e := range es {
+		if k, err := wire.ParseObjectKey(e.Key()); err == nil {
+			nodes = append(nodes, k.Node)
+		}
+	}
+	fmt.Fprintf(c.stderr, "warning: %s %s/%s also exists for node(s) %s (applied with --node); there that copy is used, not this fleet-wide one\n",
+		strings.ToLower(kind), namespace, name, strings.Join(nodes, ", "))
+}
+
+// objectKind maps the resource names kubectl accepts to a kind.
+func objectKind(resource string) (string, bool) {
+	switch strings.ToLower(resource) {
+	case "configmaps", "configmap", "cm":
+		return "ConfigMap", true
+	case "secrets", "secret":
+		return "Secret", true
+	}
+	return "", false
+}
+
+// objectRow is one listed object.
+type objectRow struct {
+	scope string // node name or "fleet"
+	meta  metav1.ObjectMeta
+	data  int
+	typ   string
+	raw   []byte
+}
+
+// getObjects lists ConfigMaps or Secrets of a namespace ("" = all). A
+// Secret's values are never printed by the table; -o yaml/json prints the
+// object as stored, as kubectl does.
+func (c *cli) getObjects(ctx context.Context, kind, namespace, node, output string) error {
+	bucket, err := wire.ObjectBucket(kind)
+	if err != nil {
+		return err
+	}
+	kv, err := c.bucket(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	es, _, err := entries(qctx, kv, ">", false)
+	if err != nil {
+		return err
+	}
+	var rows []objectRow
+	for _, e := range es {
+		k, err := wire.ParseObjectKey(e.Key())
+		if err != nil || (namespace != "" && k.Namespace != namespace) || (node != "" && !k.Fleet && k.Node != node) {
+			continue
+		}
+		r := objectRow{scope: "fleet", raw: e.Value()}
+		if !k.Fleet {
+			r.scope = k.Node
+		}
+		switch kind {
+		case "ConfigMap":
+			var cm v1.ConfigMap
+			if json.Unmarshal(e.Value(), &cm) != nil {
+				continue
+			}
+			r.meta, r.data = cm.ObjectMeta, len(cm.Data)+len(cm.BinaryData)
+		default:
+			var s v1.Secret
+			if json.Unmarshal(e.Value(), &s) != nil {
+				continue
+			}
+			r.meta, r.data, r.typ = s.ObjectMeta, len(s.Data), string(s.Type)
+		}
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.meta.Namespace != b.meta.Namespace {
+			return a.meta.Namespace < b.meta.Namespace
+		}
+		if a.meta.Name != b.meta.Name {
+			return a.meta.Name < b.meta.Name
+		}
+		return a.scope < b.scope
+	})
+	switch output {
+	case "json", "yaml":
+		for i, r := range rows {
+			out := r.raw
+			if output == "yaml" {
+				if out, err = yaml.JSONToYAML(r.raw); err != nil {
+					return err
+				}
+				if i > 0 {
+					fmt.Fprintln(c.stdout, "---")
+				}
+			}
+			fmt.Fprintln(c.stdout, strings.TrimRight(string(out), "\n"))
+		}
+		return nil
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(c.stderr, "No %ss found.\n", strings.ToLower(kind))
+		return nil
+	}
+	w := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)
+	now := c.clock.Now()
+	header := "NAME\tDATA\tSCOPE\tAGE"
+	if kind == "Secret" {
+		header = "NAME\tTYPE\tDATA\tSCOPE\tAGE"
+	}
+	if namespace == "" {
+		header = "NAMESPACE\t" + header
+	}
+	fmt.Fprintln(w, header)
+	for _, r := range rows {
+		cols := []string{r.meta.Name}
+		if kind == "Secret" {
+			cols = append(cols, r.typ)
+		}
+		cols = append(cols, fmt.Sprint(r.data), r.scope, age(r.meta.CreationTimestamp.Time, now))
+		if namespace == "" {
+			cols = append([]string{r.meta.Namespace}, cols...)
+		}
+		fmt.Fprintln(w, strings.Join(cols, "\t"))
+	}
+	return w.Flush()
+}
+
+// deleteObject removes a ConfigMap or Secret from its scope.
+func (c *cli) deleteObject(ctx context.Context, kind, namespace, name, node string) error {
+	bucket, err := wire.ObjectBucket(kind)
+	if err != nil {
+		return err
+	}
+	kv, err := c.bucket(ctx, bucket)
+	if err != nil {
+		return err
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	key := objectKey(node, namespace, name)
+	if _, err := kv.Get(qctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
+		scope := "fleet-wide"
+		if node != "" {
+			scope = "on node " + node
+		}
+		return fmt.Errorf("%s %q not found in namespace %q (%s)", strings.ToLower(kind), name, namespace, scope)
+	} else if err != nil {
+		return fmt.Errorf("read %s key %q: %w", bucket, key, err)
+	}
+	if err := kv.Delete(qctx, key); err != nil {
+		return fmt.Errorf("delete %s key %q: %w", bucket, key, err)
+	}
+	fmt.Fprintf(c.stdout, "%s %q deleted\n", strings.ToLower(kind), name)
+	return nil
+}

@@ -1,0 +1,84 @@
+package kuberuntime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestIntegrationDownwardAPIVolume: a downwardAPI volume is written before
+// the container starts, mounted from the atomic writer's directory, and a
+// label change reaches it on the next sync.
+func TestIntegrationDownwardAPIVolume(t *testing.T) {
+	e := newProcEnv(t)
+	pod := shPod("info", map[string]string{"app": "exec sleep 300"}, "app")
+	pod.Labels = map[string]string{"app": "info", "version": "1"}
+	pod.Spec.Volumes = []v1.Volume{{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
+		Items: []v1.DownwardAPIVolumeFile{
+			{Path: "labels", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+			{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}},
+		}}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "podinfo", MountPath: "/etc/podinfo"}}
+	e.syncUntil(t, pod, func(s v1.PodStatus) error {
+		if s.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", s.Phase)
+		}
+		return nil
+	})
+	dir := e.m.projectedPath(pod, "podinfo")
+	if got := read(t, filepath.Join(dir, "labels")); got != "app=\"info\"\nversion=\"1\"" {
+		t.Errorf("labels = %q", got)
+	}
+	if got := read(t, filepath.Join(dir, "name")); got != "info" {
+		t.Errorf("name = %q", got)
+	}
+	st, _ := e.status(t, pod)
+	resp, err := e.m.rt.ContainerStatus(t.Context(), st.ContainerStatuses[0].ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mt := range resp.GetStatus().GetMounts() {
+		found = found || mt.GetContainerPath() == "/etc/podinfo"
+	}
+	if !found {
+		t.Errorf("mounts %v: no /etc/podinfo", resp.GetStatus().GetMounts())
+	}
+
+	pod.Labels["version"] = "2"
+	e.sync(t, pod)
+	if got := read(t, filepath.Join(dir, "labels")); got != "app=\"info\"\nversion=\"2\"" {
+		t.Errorf("labels after the change = %q", got)
+	}
+}
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return string(b)
+}
+
+func TestEnvResourceFieldRef(t *testing.T) {
+	pod := newPod("p", "app")
+	pod.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resourceMust("128Mi")}
+	pod.Spec.Containers[0].Env = []v1.EnvVar{
+		{Name: "MEM_REQ", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "requests.memory", Divisor: resourceMust("1Mi")}}},
+		{Name: "CPU_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu"}}},
+	}
+	env, err := containerEnv(pod, &pod.Spec.Containers[0], podFieldValues{container: "app", allocatable: v1.ResourceList{v1.ResourceCPU: resourceMust("2")}}, newEnvBudget())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := envMap(env); m["MEM_REQ"] != "128" || m["CPU_LIMIT"] != "2" {
+		t.Errorf("env = %v", m)
+	}
+}
+
+func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }

@@ -1,0 +1,99 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// testPodLifecycleFields runs, through a live agent, a pod that outlives
+// its activeDeadlineSeconds (Failed, DeadlineExceeded), a failing pod
+// whose termination message comes from its log (FallbackToLogsOnError),
+// and a downwardAPI volume.
+func testPodLifecycleFields(t *testing.T, f *fleet) {
+	n := f.startNode(t, "life-n1", map[string]string{"role": "life"}, nil)
+	dir := t.TempDir()
+	deadline := writeManifest(t, dir, "deadline.yaml", podYAML("deadline", "exec sleep 300", "  activeDeadlineSeconds: 2"))
+	failing := writeManifest(t, dir, "failing.yaml", podYAML("failing", "echo loading; echo 'fatal: no such table'; exit 2",
+		"    terminationMessagePolicy: FallbackToLogsOnError", "  restartPolicy: Never"))
+	info := writeManifest(t, dir, "info.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: info
+  labels: {tier: front}
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+    command: ["sh", "-c", "exec sleep 300"]
+    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]
+  volumes:
+  - name: podinfo
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+`)
+	for _, file := range []string{deadline, failing, info} {
+		f.mustCtl(t, "apply", "-f", file, "--node", n.name)
+	}
+	p := f.waitPod(t, n.name, "default", "deadline", "Failed with DeadlineExceeded", func(p *v1.Pod) bool {
+		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "DeadlineExceeded"
+	})
+	if p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("message = %q", p.Status.Message)
+	}
+	f.waitPod(t, n.name, "default", "failing", "Failed with its log tail as the message", func(p *v1.Pod) bool {
+		if p == nil || p.Status.Phase != v1.PodFailed || len(p.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		return term != nil && term.Message == "loading\nfatal: no such table\n"
+	})
+	p = f.waitRunning(t, n.name, "default", "info")
+	b, err := os.ReadFile(filepath.Join(n.cfg.RootDir, "pods", string(p.UID), "volumes", "projected", "podinfo", "labels"))
+	if err != nil || !strings.Contains(string(b), `tier="front"`) {
+		t.Errorf("downwardAPI labels file: %q %v", b, err)
+	}
+	for _, name := range []string{"deadline", "failing", "info"} {
+		f.ctl(t, "delete", "pod", name, "--node", n.name, "--now")
+	}
+}
+
+// testDebug adds an ephemeral container to a running pod with
+// `actorletctl debug`, as kubectl debug: it runs once beside the app,
+// which keeps running, and its output is read with logs -c.
+func testDebug(t *testing.T, f *fleet) {
+	n := f.startNode(t, "dbg-n1", map[string]string{"role": "debug"}, nil)
+	file := writeManifest(t, t.TempDir(), "app.yaml", podYAML("app", "exec sleep 300"))
+	f.mustCtl(t, "apply", "-f", file, "--node", n.name)
+	p := f.waitRunning(t, n.name, "default", "app")
+	appID := containerID(t, p, "app")
+	out := f.mustCtl(t, "debug", "app", "--image", "busybox:1.36", "-c", "dbg", "--node", n.name, "--", "sh", "-c", "echo inside $HOSTNAME")
+	if !strings.Contains(out, "ephemeral container dbg added") {
+		t.Errorf("debug: %q", out)
+	}
+	f.waitPod(t, n.name, "default", "app", "with the debug container done", func(p *v1.Pod) bool {
+		return p != nil && len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Terminated != nil
+	})
+	eventually(t, waitFor, func() error {
+		if log := f.mustCtl(t, "logs", "app", "-c", "dbg", "--node", n.name); !strings.Contains(log, "inside") {
+			return fmt.Errorf("debug container log %q", log)
+		}
+		return nil
+	})
+	p = f.waitRunning(t, n.name, "default", "app")
+	if containerID(t, p, "app") != appID {
+		t.Error("adding a debug container restarted the app")
+	}
+	if d := f.mustCtl(t, "describe", "pod", "app", "--node", n.name); !strings.Contains(d, "Ephemeral Containers:") {
+		t.Errorf("describe lacks the ephemeral container:\n%s", d)
+	}
+	if r := f.ctl(t, "debug", "app", "--image", "busybox", "-c", "app", "--node", n.name); r.code == 0 || !strings.Contains(r.stderr, "Duplicate value") {
+		t.Errorf("a debug container named like the app: %s", r)
+	}
+	f.ctl(t, "delete", "pod", "app", "--node", n.name, "--now")
+}
