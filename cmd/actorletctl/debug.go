@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/actorlet/actorlet/messages/wire"
+	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -24,7 +26,11 @@ func (c *cli) debug(ctx context.Context, args []string) error {
 	target := fs.String("target", "", "container whose process namespace to target (when the runtime supports it)")
 	node := fs.String("node", "", "the node the pod was applied to")
 	fleet := fs.Bool("selector", false, "the pod is a fleet pod (applied with --selector)")
-	pos, cmd, err := parse(fs, args)
+	stdin := fs.Bool("i", false, "keep stdin open on the debug container and attach to it")
+	fs.BoolVar(stdin, "stdin", false, "same as -i")
+	tty := fs.Bool("t", false, "allocate a TTY for the debug container (with -i: an interactive shell)")
+	fs.BoolVar(tty, "tty", false, "same as -t")
+	pos, cmd, err := parse(fs, expandShortFlags(args))
 	if err != nil {
 		return err
 	}
@@ -64,6 +70,7 @@ func (c *cli) debug(ctx context.Context, args []string) error {
 	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
 		EphemeralContainerCommon: v1.EphemeralContainerCommon{
 			Name: *name, Image: *image, Command: cmd, ImagePullPolicy: v1.PullIfNotPresent,
+			Stdin: *stdin, TTY: *tty,
 			TerminationMessagePolicy: v1.TerminationMessageReadFile, TerminationMessagePath: v1.TerminationMessagePathDefault,
 		},
 		TargetContainerName: *target,
@@ -81,6 +88,40 @@ func (c *cli) debug(ctx context.Context, args []string) error {
 	if _, err := kv.Update(qctx, key, data, e.Revision()); err != nil {
 		return errors.Join(fmt.Errorf("add the debug container to pod %s/%s (changed meanwhile? try again)", *ns, pod), err)
 	}
-	fmt.Fprintf(c.stdout, "ephemeral container %s added to pod %s; its output: actorletctl logs %s -c %s -n %s\n", *name, pod, pod, *name, *ns)
-	return nil
+	if !*stdin && !*tty {
+		fmt.Fprintf(c.stdout, "ephemeral container %s added to pod %s; its output: actorletctl logs %s -c %s -n %s\n", *name, pod, pod, *name, *ns)
+		return nil
+	}
+	return c.attachWhenRunning(ctx, *ns, pod, *node, wire.SessionRequest{Namespace: *ns, Name: pod, Container: *name, Stdin: *stdin, TTY: *tty})
+}
+
+// debugAttachTimeout bounds the wait for a new debug container to run.
+const debugAttachTimeout = 2 * time.Minute
+
+// attachWhenRunning attaches to a container that is being created, as
+// kubectl debug -it does: while the node answers that it is not created or
+// not running yet, it asks again.
+func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req wire.SessionRequest) error {
+	deadline := time.Now().Add(debugAttachTimeout)
+	announced := false
+	for {
+		n, client, err := c.target(ctx, ns, pod, node)
+		if err == nil {
+			err = c.interactive(ctx, n, wire.VerbStreamAttach, client, req)
+		}
+		var we *wire.Error
+		notYet := wire.IsNotFound(err) || (errors.As(err, &we) && we.Code == wire.CodeBadRequest && strings.Contains(we.Description, "is not running"))
+		if !notYet || time.Now().After(deadline) {
+			return err
+		}
+		if !announced {
+			fmt.Fprintf(c.stderr, "Waiting for container %s to start...\n", req.Container)
+			announced = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

@@ -55,7 +55,7 @@ func init() {
 		"delete":       {"Delete a pod (gracefully, or at once with --now), a ConfigMap or a Secret", "pod NAME [-n NS] [--grace-period S] [--now] [--node N | --selector]\n       actorletctl delete configmap|secret NAME [-n NS] [--node N]", (*cli).delete},
 		"get":          {"List pods, nodes, ConfigMaps or Secrets", "pods [-n NS | -A] [--node N] [-o wide|yaml|json] [-w]\n       actorletctl get nodes [-o wide|yaml|json]\n       actorletctl get configmaps|secrets [-n NS | -A] [--node N] [-o yaml|json]", (*cli).get},
 		"describe":     {"Show a pod in detail, with its actor's state", "pod NAME [-n NS] [--node N]", (*cli).describe},
-		"debug":        {"Add an ephemeral debug container to a running pod", "POD --image IMAGE [-c NAME] [--target C] [-n NS] [--node N | --selector] [-- CMD [ARG...]]", (*cli).debug},
+		"debug":        {"Add an ephemeral debug container to a running pod", "POD --image IMAGE [-it] [-c NAME] [--target C] [-n NS] [--node N | --selector] [-- CMD [ARG...]]", (*cli).debug},
 		"label":        {"Change a node's labels (fleet pods are placed again)", "node NAME KEY=VALUE... | KEY-... [--overwrite]", (*cli).label},
 		"taint":        {"Change a node's taints (NoExecute evicts fleet pods that do not tolerate it)", "node NAME KEY[=VALUE]:EFFECT... | KEY[:EFFECT]-...", (*cli).taint},
 		"logs":         {"Print a container's log", "POD [-c C] [-n NS] [--tail N] [-f] [-p] [--timestamps] [--node N]", (*cli).logs},

@@ -295,6 +295,18 @@ spec:
 		}
 	})
 
+	t.Run("debug -it on a pty", func(t *testing.T) {
+		// kubectl debug -it: an ephemeral container added to the running
+		// pod, attached once it runs.
+		p := f.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "debug", "int-shell", "--image", "busybox", "-it", "-c", "dbg", "--", "sh")
+		p.write(t, `echo "debug-$((40+2))"`+"\r")
+		p.waitOut(t, "debug-42")
+		p.write(t, "exit 0\r")
+		if code := p.wait(t); code != 0 {
+			t.Fatalf("debug -it exited %d; output:\n%s", code, p.out.String())
+		}
+	})
+
 	t.Run("port-forward", func(t *testing.T) {
 		p := f.startCtl(t, nil, nil, "port-forward", "int-tcp", ":"+strconv.Itoa(echoPort))
 		var local string

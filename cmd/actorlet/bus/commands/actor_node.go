@@ -144,7 +144,7 @@ func container(p *v1.Pod, name string) (*v1.ContainerStatus, error) {
 }
 
 func inSpec(p *v1.Pod, name string) bool {
-	for _, c := range append(append([]v1.Container(nil), p.Spec.Containers...), p.Spec.InitContainers...) {
+	for _, c := range allContainers(p) {
 		if c.Name == name {
 			return true
 		}

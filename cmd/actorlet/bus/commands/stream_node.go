@@ -111,12 +111,22 @@ func PrepareStreamFor(ctx context.Context, rt StreamingRuntime, p *v1.Pod, verb 
 }
 
 func containerSpec(p *v1.Pod, name string) v1.Container {
-	for _, c := range append(append([]v1.Container(nil), p.Spec.Containers...), p.Spec.InitContainers...) {
+	for _, c := range allContainers(p) {
 		if c.Name == name {
 			return c
 		}
 	}
 	return v1.Container{}
+}
+
+// allContainers is the pod's containers, init containers and ephemeral
+// (debug) containers, each as a v1.Container.
+func allContainers(p *v1.Pod) []v1.Container {
+	out := append(append([]v1.Container(nil), p.Spec.Containers...), p.Spec.InitContainers...)
+	for _, ec := range p.Spec.EphemeralContainers {
+		out = append(out, v1.Container(ec.EphemeralContainerCommon))
+	}
+	return out
 }
 
 func streamErr(err error, container string) error {
