@@ -18,10 +18,7 @@ var errClientGone = errors.New("log client went away")
 
 func (s *Service) logs(ctx context.Context, req micro.Request) (any, error) {
 	var r wire.LogsRequest
-	if err := decode(req, &r); err != nil {
-		return nil, err
-	}
-	if err := checkRef(&r.Namespace, r.Name); err != nil {
+	if err := decodeRef(req, &r, &r.Namespace, &r.Name); err != nil {
 		return nil, err
 	}
 	switch {

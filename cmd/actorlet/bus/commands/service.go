@@ -270,6 +270,16 @@ func decode(req micro.Request, v any) error {
 	return nil
 }
 
+// decodeRef decodes a request about one pod (v, whose namespace and name
+// fields are given) and checks the reference: name required, namespace
+// defaulted.
+func decodeRef(req micro.Request, v any, namespace, name *string) error {
+	if err := decode(req, v); err != nil {
+		return err
+	}
+	return checkRef(namespace, *name)
+}
+
 func checkRef(namespace *string, name string) error {
 	if name == "" {
 		return wire.BadRequest("name", "required")
@@ -359,10 +369,7 @@ func fitPod(p *v1.Pod, max int) (int, *v1.Pod) {
 
 func (s *Service) getPod(ctx context.Context, req micro.Request) (any, error) {
 	var r wire.GetPodRequest
-	if err := decode(req, &r); err != nil {
-		return nil, err
-	}
-	if err := checkRef(&r.Namespace, r.Name); err != nil {
+	if err := decodeRef(req, &r, &r.Namespace, &r.Name); err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.timeout(ctx)
@@ -382,10 +389,7 @@ func (s *Service) getPod(ctx context.Context, req micro.Request) (any, error) {
 
 func (s *Service) describePod(ctx context.Context, req micro.Request) (any, error) {
 	var r wire.DescribePodRequest
-	if err := decode(req, &r); err != nil {
-		return nil, err
-	}
-	if err := checkRef(&r.Namespace, r.Name); err != nil {
+	if err := decodeRef(req, &r, &r.Namespace, &r.Name); err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.timeout(ctx)
@@ -399,10 +403,7 @@ func (s *Service) describePod(ctx context.Context, req micro.Request) (any, erro
 
 func (s *Service) exec(ctx context.Context, req micro.Request) (any, error) {
 	var r wire.ExecRequest
-	if err := decode(req, &r); err != nil {
-		return nil, err
-	}
-	if err := checkRef(&r.Namespace, r.Name); err != nil {
+	if err := decodeRef(req, &r, &r.Namespace, &r.Name); err != nil {
 		return nil, err
 	}
 	if len(r.Command) == 0 {
@@ -447,10 +448,7 @@ func fitOutput(stdout, stderr []byte, max int) ([]byte, []byte, bool) {
 
 func (s *Service) restart(ctx context.Context, req micro.Request) (any, error) {
 	var r wire.RestartRequest
-	if err := decode(req, &r); err != nil {
-		return nil, err
-	}
-	if err := checkRef(&r.Namespace, r.Name); err != nil {
+	if err := decodeRef(req, &r, &r.Namespace, &r.Name); err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.timeout(ctx)
@@ -467,10 +465,7 @@ func (s *Service) restart(ctx context.Context, req micro.Request) (any, error) {
 
 func (s *Service) evict(ctx context.Context, req micro.Request) (any, error) {
 	var r wire.EvictRequest
-	if err := decode(req, &r); err != nil {
-		return nil, err
-	}
-	if err := checkRef(&r.Namespace, r.Name); err != nil {
+	if err := decodeRef(req, &r, &r.Namespace, &r.Name); err != nil {
 		return nil, err
 	}
 	if r.GracePeriodSeconds != nil && *r.GracePeriodSeconds < 0 {
