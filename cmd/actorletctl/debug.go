@@ -26,10 +26,7 @@ func (c *cli) debug(ctx context.Context, args []string) error {
 	target := fs.String("target", "", "container whose process namespace to target (when the runtime supports it)")
 	node := fs.String("node", "", "the node the pod was applied to")
 	fleet := fs.Bool("selector", false, "the pod is a fleet pod (applied with --selector)")
-	stdin := fs.Bool("i", false, "keep stdin open on the debug container and attach to it")
-	fs.BoolVar(stdin, "stdin", false, "same as -i")
-	tty := fs.Bool("t", false, "allocate a TTY for the debug container (with -i: an interactive shell)")
-	fs.BoolVar(tty, "tty", false, "same as -t")
+	stdin, tty := stdioFlags(fs, "keep stdin open on the debug container and attach to it", "allocate a TTY for the debug container (with -i: an interactive shell)")
 	pos, cmd, err := parse(fs, expandShortFlags(args))
 	if err != nil {
 		return err

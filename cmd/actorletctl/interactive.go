@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -147,15 +148,21 @@ func (c *cli) interactive(ctx context.Context, node, verb string, client *wire.C
 	return nil
 }
 
+// stdioFlags declares -i/--stdin and -t/--tty, as kubectl has them.
+func stdioFlags(fs *flag.FlagSet, stdinHelp, ttyHelp string) (stdin, tty *bool) {
+	stdin = fs.Bool("i", false, stdinHelp)
+	fs.BoolVar(stdin, "stdin", false, "same as -i")
+	tty = fs.Bool("t", false, ttyHelp)
+	fs.BoolVar(tty, "tty", false, "same as -t")
+	return stdin, tty
+}
+
 func (c *cli) attach(ctx context.Context, args []string) error {
 	fs := c.flags("attach")
 	ns := fs.String("n", "default", "namespace")
 	container := fs.String("c", "", "container (default: the pod's only container)")
 	node := fs.String("node", "", "the pod's node (default: found from its status)")
-	stdin := fs.Bool("i", false, "send stdin to the container (it must have stdin: true)")
-	fs.BoolVar(stdin, "stdin", false, "same as -i")
-	tty := fs.Bool("t", false, "stdin is a TTY (the container must have tty: true)")
-	fs.BoolVar(tty, "tty", false, "same as -t")
+	stdin, tty := stdioFlags(fs, "send stdin to the container (it must have stdin: true)", "stdin is a TTY (the container must have tty: true)")
 	pos, _, err := parse(fs, expandShortFlags(args))
 	if err != nil {
 		return err

@@ -59,10 +59,7 @@ func (c *cli) exec(ctx context.Context, args []string) error {
 	container := fs.String("c", "", "container (default: the pod's only container)")
 	node := fs.String("node", "", "the pod's node (default: found from its status)")
 	timeout := fs.Duration("exec-timeout", 0, "how long the command may run without -i/-t (default: the node's, 60s)")
-	stdin := fs.Bool("i", false, "pass stdin to the command (an interactive session)")
-	fs.BoolVar(stdin, "stdin", false, "same as -i")
-	tty := fs.Bool("t", false, "run the command in a terminal; with -i, the local terminal goes raw (Ctrl-C goes to the command)")
-	fs.BoolVar(tty, "tty", false, "same as -t")
+	stdin, tty := stdioFlags(fs, "pass stdin to the command (an interactive session)", "run the command in a terminal; with -i, the local terminal goes raw (Ctrl-C goes to the command)")
 	pos, cmd, err := parse(fs, expandShortFlags(args))
 	if err != nil {
 		return err
