@@ -240,6 +240,24 @@ func (a *agent) logTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// logGrep returns the last n lines of the agent's log that contain s.
+func (a *agent) logGrep(s string, n int) string {
+	b, err := os.ReadFile(a.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // logContains reports whether the agent's log has s.
 func (a *agent) logContains(s string) bool {
 	b, err := os.ReadFile(a.logPath)

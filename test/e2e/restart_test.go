@@ -100,6 +100,14 @@ func TestRestartPolicyAndCrashLoopBackOff(t *testing.T) {
 			t.Errorf("gap %d between starts = %d s, want %d..%d s (gaps %v)", i+1, gaps[i], want.min, want.max, gaps)
 		}
 	}
+	if t.Failed() {
+		// What the agent did with the pod, for a failure seen only in CI.
+		var at []string
+		for _, s := range starts {
+			at = append(at, time.Unix(s, 0).UTC().Format("15:04:05"))
+		}
+		t.Logf("starts at %v; the agent's log lines about the pod:\n%s", at, a.logGrep(namespace+"/crash", 120))
+	}
 
 	p := a.waitPod(t, "crash", 20*time.Second, func(p *v1.Pod) error {
 		cs := containerStatus(p, "main")
