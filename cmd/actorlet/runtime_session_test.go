@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -304,24 +303,6 @@ func conditionTrue(s *runtimeapi.RuntimeStatus, typ string) bool {
 	return false
 }
 
-// lockedBuffer is written by the stream and polled by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type fixedSize struct{ sent bool }
 
 func (f *fixedSize) Next() *remotecommand.TerminalSize {
@@ -342,7 +323,7 @@ func ttySession(t *testing.T, rawURL, cmd, want, quit string) int {
 	must(t, "NewSPDYExecutor", err)
 	inR, inW := io.Pipe()
 	defer inW.Close()
-	out := &lockedBuffer{}
+	out := &testutil.SyncBuffer{}
 	done := make(chan error, 1)
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

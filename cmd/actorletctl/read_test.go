@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,8 +146,8 @@ func TestGetPods(t *testing.T) {
 	t.Run("watch prints changes", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		out := &syncBuffer{}
-		c := &cli{stdin: strings.NewReader(""), stdout: out, stderr: &syncBuffer{}, clock: testclock.NewFakeClock(now)}
+		out := &testutil.SyncBuffer{}
+		c := &cli{stdin: strings.NewReader(""), stdout: out, stderr: &testutil.SyncBuffer{}, clock: testclock.NewFakeClock(now)}
 		done := make(chan int, 1)
 		go func() { done <- c.main(ctx, []string{"--server", e.url, "get", "pods", "-w", "-n", "kube-system"}) }()
 		testutil.Eventually(t, 10*time.Second, func() error {
@@ -239,22 +237,4 @@ func TestEvents(t *testing.T) {
 	if out := e.mustRun("events", "-n", "default"); strings.Contains(out, "Killing") || !strings.Contains(out, "Started") {
 		t.Fatalf("-n default:\n%s", out)
 	}
-}
-
-// syncBuffer is a writer safe to read while a command still writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

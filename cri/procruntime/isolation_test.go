@@ -145,7 +145,7 @@ func TestIsolation(t *testing.T) {
 			t.Fatal(err)
 		}
 		inR, inW := io.Pipe()
-		out := &syncBuffer{}
+		out := &testutil.SyncBuffer{}
 		done := make(chan error, 1)
 		go func() { done <- stream(t, resp.Url, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true}) }()
 		testutil.Eventually(t, 10*time.Second, func() error {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,24 +68,6 @@ func (q sizeQueue) Next() *remotecommand.TerminalSize {
 	return &s
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a poller.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestStreamingExec(t *testing.T) {
 	e := newEnv(t)
 	sb, sbc := e.runSandbox("exec", nil)
@@ -130,7 +111,7 @@ func TestStreamingExec(t *testing.T) {
 		sizes := make(sizeQueue, 1)
 		sizes <- remotecommand.TerminalSize{Width: 123, Height: 45}
 		inR, inW := io.Pipe()
-		out := &syncBuffer{}
+		out := &testutil.SyncBuffer{}
 		done := make(chan error, 1)
 		go func() {
 			done <- stream(t, resp.Url, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true, TerminalSizeQueue: sizes})
@@ -211,7 +192,7 @@ func TestStreamingAttach(t *testing.T) {
 		sizes := make(sizeQueue, 1)
 		sizes <- remotecommand.TerminalSize{Width: 100, Height: 30}
 		inR, inW := io.Pipe()
-		out := &syncBuffer{}
+		out := &testutil.SyncBuffer{}
 		done := make(chan error, 1)
 		go func() {
 			done <- stream(t, resp.Url, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true, TerminalSizeQueue: sizes})

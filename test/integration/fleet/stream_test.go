@@ -1,38 +1,20 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // stream is a long-running actorletctl (logs -f, get pods -w), stopped by
 // the test once it has seen what it waits for.
 type stream struct {
 	cmd    *exec.Cmd
-	out    syncBuffer
-	errOut syncBuffer
+	out    testutil.SyncBuffer
+	errOut testutil.SyncBuffer
 	cancel context.CancelFunc
 	done   chan struct{}
 }

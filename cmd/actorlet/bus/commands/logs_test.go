@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -133,24 +132,6 @@ func TestLogs(t *testing.T) {
 	})
 }
 
-// syncBuffer is a goroutine-safe writer for following logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func appendLog(t *testing.T, path, content string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -173,7 +154,7 @@ func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
 	startService(t, nc, fake, ServiceOptions{FollowPoll: 20 * time.Millisecond, followEnded: func(r string) { ended <- r }})
 	c := &wire.Client{NC: nc, Timeout: 5 * time.Second}
 
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	done := make(chan string, 1)
 	go func() {
 		reason, err := c.Logs(context.Background(), "n1", wire.LogsRequest{Name: "web", Container: "app", Follow: true}, out)
@@ -224,7 +205,7 @@ func TestLogsFollowStopsWhenClientGoesAway(t *testing.T) {
 	c := &wire.Client{NC: nc, Timeout: 5 * time.Second}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	done := make(chan string, 1)
 	go func() {
 		reason, _ := c.Logs(ctx, "n1", wire.LogsRequest{Name: "web", Container: "app", Follow: true}, out)

@@ -18,12 +18,6 @@ import (
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
-// waitFor waits until b's output contains s.
-func (b *syncBuffer) waitFor(t *testing.T, s string) {
-	t.Helper()
-	testutil.Until(t, 10*time.Second, "output to contain "+strconv.Quote(s), func() bool { return strings.Contains(b.String(), s) })
-}
-
 type sessionEnv struct {
 	nc     *nats.Conn
 	svc    *Service
@@ -63,7 +57,7 @@ func (e *sessionEnv) open(t *testing.T, verb string, req wire.SessionRequest) *w
 func TestSessionExecStreams(t *testing.T) {
 	e := newSessionEnv(t, SessionOptions{})
 	s := e.open(t, wire.VerbStreamExec, wire.SessionRequest{Command: []string{"sh", "-c", "cat; echo oops >&2; exit 3"}, Stdin: true})
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	end, err := s.Run(context.Background(), wire.StreamOptions{Stdin: strings.NewReader("hello\n"), Stdout: &out, Stderr: &errOut})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +77,7 @@ func TestSessionExecTTYResize(t *testing.T) {
 	inR, inW := io.Pipe()
 	defer inW.Close()
 	sizes := make(chan wire.TerminalSize, 1)
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	type result struct {
 		end *wire.SessionEnd
 		err error
@@ -93,9 +87,9 @@ func TestSessionExecTTYResize(t *testing.T) {
 		end, err := s.Run(context.Background(), wire.StreamOptions{Stdin: inR, Stdout: &out, Resize: sizes})
 		done <- result{end, err}
 	}()
-	out.waitFor(t, "24 80")
+	out.WaitFor(t, 10*time.Second, "24 80")
 	sizes <- wire.TerminalSize{Width: 100, Height: 30}
-	out.waitFor(t, "30 100")
+	out.WaitFor(t, 10*time.Second, "30 100")
 	_, _ = inW.Write([]byte("x\n"))
 	r := <-done
 	if r.err != nil {
@@ -109,7 +103,7 @@ func TestSessionExecTTYResize(t *testing.T) {
 func TestSessionAttach(t *testing.T) {
 	e := newSessionEnv(t, SessionOptions{})
 	s := e.open(t, wire.VerbStreamAttach, wire.SessionRequest{Stdin: true})
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	end, err := s.Run(context.Background(), wire.StreamOptions{Stdin: strings.NewReader("attached\n"), Stdout: &out})
 	if err != nil || end.ExitCode != 0 || out.String() != "attached\n" {
 		t.Fatalf("attach: end %+v, err %v, output %q", end, err, out.String())
@@ -139,7 +133,7 @@ func TestSessionPortForward(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	for i := range 3 { // one session per connection, as the CLI does
 		s := e.open(t, wire.VerbStreamPortForward, wire.SessionRequest{Port: int32(port)})
-		var out syncBuffer
+		var out testutil.SyncBuffer
 		msg := "ping " + strconv.Itoa(i) + "\n"
 		end, err := s.Run(context.Background(), wire.StreamOptions{Stdin: strings.NewReader(msg), Stdout: &out})
 		if err != nil || end.Reason != wire.SessionEndExited || out.String() != strings.ToUpper(msg) {
@@ -203,10 +197,10 @@ func TestSessionClientClose(t *testing.T) {
 	e := newSessionEnv(t, SessionOptions{})
 	s := e.open(t, wire.VerbStreamExec, wire.SessionRequest{Command: []string{"sh", "-c", "echo started; exec sleep 600"}, Stdin: true, TTY: true})
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() { _, err := s.Run(ctx, wire.StreamOptions{Stdout: &out}); done <- err }()
-	out.waitFor(t, "started")
+	out.WaitFor(t, 10*time.Second, "started")
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Fatalf("Run after cancel = %v, want context.Canceled", err)
@@ -375,7 +369,7 @@ func TestSessionCustomInboxPrefix(t *testing.T) {
 	if owner := e.svc.sessions.get(s.ID()).owner; !strings.HasPrefix(owner, "_INBOX_ops.alice.") {
 		t.Fatalf("session bound to %q, want the client's inbox _INBOX_ops.alice.*", owner)
 	}
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	end, err := s.Run(context.Background(), wire.StreamOptions{Stdout: &out})
 	if err != nil || end.ExitCode != 0 || out.String() != "hi\n" {
 		t.Fatalf("end %+v, err %v, out %q", end, err, out.String())
