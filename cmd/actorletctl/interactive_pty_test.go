@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +15,7 @@ import (
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands/commandstest"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/cliproc"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -39,26 +35,6 @@ func (n *streamCLINode) PrepareStream(ctx context.Context, verb string, r *wire.
 	return commands.PrepareStreamFor(ctx, n.rt, p, verb, r)
 }
 
-type ptyOutput struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *ptyOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *ptyOutput) waitFor(t *testing.T, s string) {
-	t.Helper()
-	testutil.Until(t, 20*time.Second, fmt.Sprintf("%q on the terminal", s), func() bool {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return strings.Contains(o.buf.String(), s)
-	})
-}
-
 func echoOn(t *testing.T, f *os.File) bool {
 	t.Helper()
 	tio, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
@@ -66,11 +42,6 @@ func echoOn(t *testing.T, f *os.File) bool {
 		t.Fatal(err)
 	}
 	return tio.Lflag&unix.ECHO != 0
-}
-
-func hostProcess(marker string) bool {
-	out, _ := exec.Command("pgrep", "-f", "^"+marker).Output()
-	return len(strings.TrimSpace(string(out))) > 0
 }
 
 // exec -it on a real pseudo-terminal: the local terminal goes raw and comes
@@ -99,7 +70,7 @@ func TestExecInteractiveOnPty(t *testing.T) {
 	if !echoOn(t, tty) {
 		t.Fatal("a new terminal should echo")
 	}
-	var out ptyOutput
+	var out testutil.SyncBuffer
 	go func() { _, _ = io.Copy(&out, ptmx) }()
 	c := &cli{stdin: tty, stdout: tty, stderr: tty, clock: testclock.NewFakeClock(now)}
 	done := make(chan int, 1)
@@ -114,7 +85,7 @@ func TestExecInteractiveOnPty(t *testing.T) {
 	}
 
 	write(`while [ "$(stty size)" = "0 0" ]; do sleep 0.05; done; echo "size=$(stty size)"` + "\r")
-	out.waitFor(t, "size=24 80")
+	out.WaitFor(t, 20*time.Second, "size=24 80")
 	if echoOn(t, tty) {
 		t.Error("the local terminal is not raw during the session")
 	}
@@ -123,14 +94,14 @@ func TestExecInteractiveOnPty(t *testing.T) {
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGWINCH) // what the kernel sends the terminal's foreground process
 	write(`while [ "$(stty size)" = "24 80" ]; do sleep 0.05; done; echo "size=$(stty size)"` + "\r")
-	out.waitFor(t, "size=30 100")
+	out.WaitFor(t, 20*time.Second, "size=30 100")
 
 	write("sleep 1919\r")
-	testutil.Until(t, 20*time.Second, "the remote sleep to start", func() bool { return hostProcess("sleep 1919") })
-	write("\x03")
-	testutil.Until(t, 20*time.Second, "Ctrl-C to stop the remote sleep", func() bool { return !hostProcess("sleep 1919") })
+	cliproc.ProcessRuns(t, 20*time.Second, "sleep 1919")
+	write("\x03") // Ctrl-C stops the remote sleep
+	cliproc.ProcessGone(t, 20*time.Second, "sleep 1919")
 	write("echo after-$((40+2))\r")
-	out.waitFor(t, "after-42")
+	out.WaitFor(t, 20*time.Second, "after-42")
 
 	write("exit 3\r")
 	select {

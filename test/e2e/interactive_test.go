@@ -3,113 +3,29 @@
 package e2e
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/cliproc"
 )
 
-// lockedBuffer is output a test waits on.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// ctlProc is an actorletctl process the test talks to while it runs, on a
-// pipe or on a real pseudo-terminal.
-type ctlProc struct {
-	cmd       *exec.Cmd
-	out, errb lockedBuffer
-	ptmx      *os.File
-	done      chan struct{}
-	code      int
-}
-
-func (a *agent) startCtl(t *testing.T, stdin io.Reader, size *pty.Winsize, args ...string) *ctlProc {
+// startCtl starts actorletctl on the agent's bus in the test namespace,
+// with stdin (nil: none); with a terminal size it runs on a new
+// pseudo-terminal instead, which the test drives.
+func (a *agent) startCtl(t *testing.T, stdin io.Reader, size *pty.Winsize, args ...string) *cliproc.Proc {
 	t.Helper()
-	p := &ctlProc{done: make(chan struct{})}
 	full := append(append(a.ctlBusArgs(), args[0], "-n", namespace), args[1:]...)
-	p.cmd = exec.Command(ctlBin, full...)
-	if size != nil {
-		ptmx, err := pty.StartWithSize(p.cmd, size)
-		if err != nil {
-			t.Fatalf("start actorletctl on a pty: %v", err)
-		}
-		p.ptmx = ptmx
-		go func() { _, _ = io.Copy(&p.out, ptmx) }()
-	} else {
-		p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, &p.out, &p.errb
-		if err := p.cmd.Start(); err != nil {
-			t.Fatalf("start actorletctl: %v", err)
-		}
-	}
-	go func() {
-		var ee *exec.ExitError
-		if err := p.cmd.Wait(); errors.As(err, &ee) {
-			p.code = ee.ExitCode()
-		}
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if p.ptmx != nil {
-			_ = p.ptmx.Close()
-		}
-	})
-	return p
-}
-
-func (p *ctlProc) waitOut(t *testing.T, what string) {
-	t.Helper()
-	eventually(t, 60*time.Second, func() error {
-		if !strings.Contains(p.out.String(), what) {
-			return fmt.Errorf("actorletctl %v: no %q in output:\n%s\nstderr:\n%s", p.cmd.Args[3:], what, p.out.String(), p.errb.String())
-		}
-		return nil
-	})
-}
-
-func (p *ctlProc) write(t *testing.T, s string) {
-	t.Helper()
-	if _, err := p.ptmx.Write([]byte(s)); err != nil {
-		t.Fatalf("write to the terminal: %v", err)
-	}
-}
-
-func (p *ctlProc) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.code
-	case <-time.After(60 * time.Second):
-		t.Fatalf("actorletctl %v still running:\n%s\n%s", p.cmd.Args, p.out.String(), p.errb.String())
-		return -1
-	}
+	return cliproc.Start(t, 60*time.Second, stdin, size, ctlBin, full...)
 }
 
 // sessions reads the agent's actorlet_interactive_sessions gauge.
@@ -143,13 +59,6 @@ func (a *agent) noSessions(t *testing.T) {
 	})
 }
 
-// hostProcesses lists the PIDs whose command line starts with marker:
-// containerd's containers are processes of this host.
-func hostProcesses(marker string) []string {
-	out, _ := exec.Command("pgrep", "-f", "^"+marker).Output()
-	return strings.Fields(string(out))
-}
-
 // Scenario: exec -it through a real pseudo-terminal, exec -i, attach and
 // port-forward against containerd's CRI streaming server.
 func TestInteractiveSessions(t *testing.T) {
@@ -168,47 +77,37 @@ func TestInteractiveSessions(t *testing.T) {
 
 	t.Run("exec -it on a pty", func(t *testing.T) {
 		p := a.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "exec", "-it", "ishell", "--", "sh")
-		p.write(t, `while [ "$(stty size)" = "0 0" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
-		p.waitOut(t, "size=24 80")
-		if err := pty.Setsize(p.ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
+		p.Write(t, `while [ "$(stty size)" = "0 0" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
+		p.WaitOut(t, "size=24 80")
+		if err := pty.Setsize(p.Pty, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
 			t.Fatal(err)
 		}
-		p.write(t, `while [ "$(stty size)" = "24 80" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
-		p.waitOut(t, "size=30 100")
-		p.write(t, "sleep 1001\r")
-		eventually(t, 30*time.Second, func() error {
-			if len(hostProcesses("sleep 1001")) == 0 {
-				return errors.New("sleep 1001 not started")
-			}
-			return nil
-		})
-		p.write(t, "\x03") // Ctrl-C: to the remote, not to actorletctl
-		eventually(t, 30*time.Second, func() error {
-			if pids := hostProcesses("sleep 1001"); len(pids) > 0 {
-				return fmt.Errorf("sleep 1001 still runs after Ctrl-C: %v", pids)
-			}
-			return nil
-		})
-		p.write(t, "echo after-$((40+2))\r")
-		p.waitOut(t, "after-42")
-		p.write(t, "exit 3\r")
-		if code := p.wait(t); code != 3 {
-			t.Fatalf("exec -it exited %d, want the remote's 3:\n%s", code, p.out.String())
+		p.Write(t, `while [ "$(stty size)" = "24 80" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
+		p.WaitOut(t, "size=30 100")
+		p.Write(t, "sleep 1001\r")
+		cliproc.ProcessRuns(t, 30*time.Second, "sleep 1001")
+		p.Write(t, "\x03") // Ctrl-C: to the remote, not to actorletctl
+		cliproc.ProcessGone(t, 30*time.Second, "sleep 1001")
+		p.Write(t, "echo after-$((40+2))\r")
+		p.WaitOut(t, "after-42")
+		p.Write(t, "exit 3\r")
+		if code := p.Wait(t); code != 3 {
+			t.Fatalf("exec -it exited %d, want the remote's 3:\n%s", code, p.Out.String())
 		}
 	})
 
 	t.Run("exec -i", func(t *testing.T) {
 		p := a.startCtl(t, strings.NewReader("line one\nline two\n"), nil, "exec", "-i", "ishell", "--", "sh", "-c", "cat; echo to-stderr >&2; exit 4")
-		if code := p.wait(t); code != 4 || p.out.String() != "line one\nline two\n" || p.errb.String() != "to-stderr\n" {
-			t.Fatalf("exec -i: exit %d, stdout %q, stderr %q", code, p.out.String(), p.errb.String())
+		if code := p.Wait(t); code != 4 || p.Out.String() != "line one\nline two\n" || p.Err.String() != "to-stderr\n" {
+			t.Fatalf("exec -i: exit %d, stdout %q, stderr %q", code, p.Out.String(), p.Err.String())
 		}
 	})
 
 	t.Run("closed client", func(t *testing.T) {
 		p := a.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "exec", "-it", "ishell", "--", "sh", "-c", "echo remote-ready; exec sleep 1717")
-		p.waitOut(t, "remote-ready")
-		_ = p.cmd.Process.Signal(syscall.SIGHUP) // its terminal was closed
-		if code := p.wait(t); code != 130 {
+		p.WaitOut(t, "remote-ready")
+		_ = p.Cmd.Process.Signal(syscall.SIGHUP) // its terminal was closed
+		if code := p.Wait(t); code != 130 {
 			t.Errorf("actorletctl exited %d after SIGHUP, want 130", code)
 		}
 		// The node closed the session and the runtime's stream at once.
@@ -218,32 +117,32 @@ func TestInteractiveSessions(t *testing.T) {
 		// kubernetes/kubectl#1076): report, do not fail. The pod's
 		// deletion ends it.
 		time.Sleep(2 * time.Second) // an observation for the log, not an assertion
-		if pids := hostProcesses("sleep 1717"); len(pids) > 0 {
+		if pids := cliproc.HostProcesses("sleep 1717"); len(pids) > 0 {
 			t.Logf("containerd keeps the exec'd command after its stream closed (as with kubectl): %v", pids)
 		}
 	})
 
 	t.Run("attach", func(t *testing.T) {
 		p := a.startCtl(t, nil, nil, "attach", "ishell")
-		p.waitOut(t, "tick\ntick\n")
-		_ = p.cmd.Process.Signal(syscall.SIGINT)
-		if code := p.wait(t); code != 130 {
-			t.Errorf("attach exited %d after Ctrl-C, want 130; stderr %q", code, p.errb.String())
+		p.WaitOut(t, "tick\ntick\n")
+		_ = p.Cmd.Process.Signal(syscall.SIGINT)
+		if code := p.Wait(t); code != 130 {
+			t.Errorf("attach exited %d after Ctrl-C, want 130; stderr %q", code, p.Err.String())
 		}
 		p = a.startCtl(t, strings.NewReader("hello\n"), nil, "attach", "-i", "iattach")
-		p.waitOut(t, "echo:hello")
-		p.waitOut(t, "bye")
-		_ = p.cmd.Process.Signal(syscall.SIGINT)
-		p.wait(t)
+		p.WaitOut(t, "echo:hello")
+		p.WaitOut(t, "bye")
+		_ = p.Cmd.Process.Signal(syscall.SIGINT)
+		p.Wait(t)
 	})
 
 	t.Run("attach -it on a pty", func(t *testing.T) {
 		p := a.startCtl(t, nil, &pty.Winsize{Rows: 40, Cols: 120}, "attach", "-it", "itty")
-		p.write(t, `while [ "$(stty size)" != "40 120" ]; do sleep 0.1; done; echo "attached-$((40+2))"`+"\r")
-		p.waitOut(t, "attached-42")
-		p.write(t, "exit 0\r") // the container's shell ends, and with it the attach
-		if code := p.wait(t); code != 0 {
-			t.Fatalf("attach -it exited %d; output:\n%s", code, p.out.String())
+		p.Write(t, `while [ "$(stty size)" != "40 120" ]; do sleep 0.1; done; echo "attached-$((40+2))"`+"\r")
+		p.WaitOut(t, "attached-42")
+		p.Write(t, "exit 0\r") // the container's shell ends, and with it the attach
+		if code := p.Wait(t); code != 0 {
+			t.Fatalf("attach -it exited %d; output:\n%s", code, p.Out.String())
 		}
 	})
 
@@ -252,9 +151,9 @@ func TestInteractiveSessions(t *testing.T) {
 		re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> 8080`)
 		var local string
 		eventually(t, 30*time.Second, func() error {
-			m := re.FindStringSubmatch(p.out.String())
+			m := re.FindStringSubmatch(p.Out.String())
 			if m == nil {
-				return fmt.Errorf("no forwarding line: %q %q", p.out.String(), p.errb.String())
+				return fmt.Errorf("no forwarding line: %q %q", p.Out.String(), p.Err.String())
 			}
 			local = m[1]
 			return nil
@@ -274,9 +173,9 @@ func TestInteractiveSessions(t *testing.T) {
 				return nil
 			})
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGINT)
-		if code := p.wait(t); code != 0 {
-			t.Errorf("port-forward exited %d; stderr %q", code, p.errb.String())
+		_ = p.Cmd.Process.Signal(syscall.SIGINT)
+		if code := p.Wait(t); code != 0 {
+			t.Errorf("port-forward exited %d; stderr %q", code, p.Err.String())
 		}
 	})
 	a.noSessions(t) // nothing leaked

@@ -2,22 +2,20 @@ package fleet
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/actorlet/actorlet/test/cliproc"
 )
 
 // echoServerEnv makes the test binary, run as a pod's command, serve TCP on
@@ -60,123 +58,11 @@ func maybeRunEchoServer() {
 	}
 }
 
-// lockedBuffer is output a test can wait on.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// ctlProc is an actorletctl process the test talks to while it runs.
-type ctlProc struct {
-	cmd  *exec.Cmd
-	out  lockedBuffer // stdout (and, on a pty, everything)
-	errb lockedBuffer
-	ptmx *os.File
-	done chan struct{}
-	code int
-}
-
 // startCtl starts actorletctl with stdin (nil: none); with a terminal size
 // it runs on a new pseudo-terminal instead, which the test drives.
-func (f *fleet) startCtl(t *testing.T, stdin io.Reader, size *pty.Winsize, args ...string) *ctlProc {
+func (f *fleet) startCtl(t *testing.T, stdin io.Reader, size *pty.Winsize, args ...string) *cliproc.Proc {
 	t.Helper()
-	p := &ctlProc{done: make(chan struct{})}
-	p.cmd = exec.Command(ctlBinary, append([]string{"--server", f.url(), "--creds", f.srv.AdminCreds(), "--timeout", "10s"}, args...)...)
-	if size != nil {
-		ptmx, err := pty.StartWithSize(p.cmd, size)
-		if err != nil {
-			t.Fatalf("start actorletctl on a pty: %v", err)
-		}
-		p.ptmx = ptmx
-		go func() { _, _ = io.Copy(&p.out, ptmx) }()
-	} else {
-		p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = stdin, &p.out, &p.errb
-		if err := p.cmd.Start(); err != nil {
-			t.Fatalf("start actorletctl: %v", err)
-		}
-	}
-	go func() {
-		err := p.cmd.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			p.code = ee.ExitCode()
-		}
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if p.ptmx != nil {
-			_ = p.ptmx.Close()
-		}
-	})
-	return p
-}
-
-// waitOut waits for what on stdout (on a pty: anywhere in the output).
-func (p *ctlProc) waitOut(t *testing.T, what string) {
-	t.Helper()
-	eventually(t, waitFor, func() error {
-		if !strings.Contains(p.out.String(), what) {
-			return fmt.Errorf("actorletctl %v: no %q in stdout:\n%s\nstderr:\n%s", p.cmd.Args[5:], what, p.out.String(), p.errb.String())
-		}
-		return nil
-	})
-}
-
-func (p *ctlProc) write(t *testing.T, s string) {
-	t.Helper()
-	if _, err := p.ptmx.Write([]byte(s)); err != nil {
-		t.Fatalf("write to the terminal: %v", err)
-	}
-}
-
-// wait waits for the process to exit and returns its exit code.
-func (p *ctlProc) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.code
-	case <-time.After(waitFor):
-		t.Fatalf("actorletctl %v still running; output:\n%s\n%s", p.cmd.Args, p.out.String(), p.errb.String())
-		return -1
-	}
-}
-
-// processGone waits until no process runs with pattern in its command line.
-func processGone(t *testing.T, marker string) {
-	t.Helper()
-	eventually(t, waitFor, func() error {
-		out, _ := exec.Command("pgrep", "-f", "^"+marker).Output()
-		if pids := strings.Fields(string(out)); len(pids) > 0 {
-			return fmt.Errorf("%q still runs as %v", marker, pids)
-		}
-		return nil
-	})
-}
-
-// processRuns waits until a process runs with marker at the start of its
-// command line.
-func processRuns(t *testing.T, marker string) {
-	t.Helper()
-	eventually(t, waitFor, func() error {
-		if out, _ := exec.Command("pgrep", "-f", "^"+marker).Output(); len(strings.Fields(string(out))) == 0 {
-			return fmt.Errorf("%q does not run", marker)
-		}
-		return nil
-	})
+	return cliproc.Start(t, waitFor, stdin, size, ctlBinary, append([]string{"--server", f.url(), "--creds", f.srv.AdminCreds(), "--timeout", "10s"}, args...)...)
 }
 
 // testInteractive drives exec -it through a real pseudo-terminal, exec -i,
@@ -225,73 +111,73 @@ spec:
 		p := f.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "exec", "-it", "int-shell", "--", "sh")
 		// The remote terminal gets its size a moment after the shell
 		// starts (as with kubectl): wait for it.
-		p.write(t, `while [ "$(stty size)" = "0 0" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
-		p.waitOut(t, "size=24 80")
+		p.Write(t, `while [ "$(stty size)" = "0 0" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
+		p.WaitOut(t, "size=24 80")
 		// A new size on the local terminal (the kernel sends SIGWINCH)
 		// reaches the remote one.
-		if err := pty.Setsize(p.ptmx, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
+		if err := pty.Setsize(p.Pty, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
 			t.Fatal(err)
 		}
-		p.write(t, `while [ "$(stty size)" = "24 80" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
-		p.waitOut(t, "size=30 100")
+		p.Write(t, `while [ "$(stty size)" = "24 80" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
+		p.WaitOut(t, "size=30 100")
 		// Ctrl-C interrupts the remote command, not actorletctl.
-		p.write(t, "sleep 1001\r")
-		processRuns(t, "sleep 1001")
-		p.write(t, "\x03")
-		processGone(t, "sleep 1001")
-		p.write(t, "echo after-$((40+2))\r")
-		p.waitOut(t, "after-42")
-		p.write(t, "exit 3\r")
-		if code := p.wait(t); code != 3 {
-			t.Fatalf("exec -it exited %d, want the remote's 3; output:\n%s", code, p.out.String())
+		p.Write(t, "sleep 1001\r")
+		cliproc.ProcessRuns(t, waitFor, "sleep 1001")
+		p.Write(t, "\x03")
+		cliproc.ProcessGone(t, waitFor, "sleep 1001")
+		p.Write(t, "echo after-$((40+2))\r")
+		p.WaitOut(t, "after-42")
+		p.Write(t, "exit 3\r")
+		if code := p.Wait(t); code != 3 {
+			t.Fatalf("exec -it exited %d, want the remote's 3; output:\n%s", code, p.Out.String())
 		}
 	})
 
 	t.Run("exec -i without a terminal", func(t *testing.T) {
 		p := f.startCtl(t, strings.NewReader("line one\nline two\n"), nil, "exec", "-i", "int-shell", "--", "sh", "-c", "cat; echo to-stderr >&2; exit 4")
-		if code := p.wait(t); code != 4 || p.out.String() != "line one\nline two\n" || p.errb.String() != "to-stderr\n" {
-			t.Fatalf("exec -i: exit %d, stdout %q, stderr %q", code, p.out.String(), p.errb.String())
+		if code := p.Wait(t); code != 4 || p.Out.String() != "line one\nline two\n" || p.Err.String() != "to-stderr\n" {
+			t.Fatalf("exec -i: exit %d, stdout %q, stderr %q", code, p.Out.String(), p.Err.String())
 		}
 		p = f.startCtl(t, strings.NewReader(""), nil, "exec", "-t", "int-shell", "--", "echo", "no-tty")
-		if code := p.wait(t); code != 0 || p.out.String() != "no-tty\n" || !strings.Contains(p.errb.String(), "Unable to use a TTY") {
-			t.Fatalf("exec -t without a terminal: exit %d, stdout %q, stderr %q", code, p.out.String(), p.errb.String())
+		if code := p.Wait(t); code != 0 || p.Out.String() != "no-tty\n" || !strings.Contains(p.Err.String(), "Unable to use a TTY") {
+			t.Fatalf("exec -t without a terminal: exit %d, stdout %q, stderr %q", code, p.Out.String(), p.Err.String())
 		}
 	})
 
 	t.Run("closed client ends the remote session", func(t *testing.T) {
 		const marker = "sleep 1717"
 		p := f.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "exec", "-it", "int-shell", "--", "sh", "-c", "echo remote-ready; exec "+marker)
-		p.waitOut(t, "remote-ready")
-		_ = p.cmd.Process.Signal(syscall.SIGHUP) // the terminal was closed
-		if code := p.wait(t); code != 130 {
+		p.WaitOut(t, "remote-ready")
+		_ = p.Cmd.Process.Signal(syscall.SIGHUP) // the terminal was closed
+		if code := p.Wait(t); code != 130 {
 			t.Errorf("actorletctl exited %d after SIGHUP, want 130", code)
 		}
-		processGone(t, marker)
+		cliproc.ProcessGone(t, waitFor, marker)
 	})
 
 	t.Run("attach", func(t *testing.T) {
 		p := f.startCtl(t, nil, nil, "attach", "int-shell")
-		p.waitOut(t, "tick\ntick\n")
-		_ = p.cmd.Process.Signal(syscall.SIGINT)
-		if code := p.wait(t); code != 130 {
-			t.Errorf("attach exited %d after Ctrl-C, want 130; stderr %q", code, p.errb.String())
+		p.WaitOut(t, "tick\ntick\n")
+		_ = p.Cmd.Process.Signal(syscall.SIGINT)
+		if code := p.Wait(t); code != 130 {
+			t.Errorf("attach exited %d after Ctrl-C, want 130; stderr %q", code, p.Err.String())
 		}
 		// With stdin: the container reads what we send; stdinOnce closes
 		// its stdin when we are done.
 		p = f.startCtl(t, strings.NewReader("hello\n"), nil, "attach", "-i", "int-attach")
-		p.waitOut(t, "echo:hello")
-		p.waitOut(t, "bye")
-		_ = p.cmd.Process.Signal(syscall.SIGINT)
-		p.wait(t)
+		p.WaitOut(t, "echo:hello")
+		p.WaitOut(t, "bye")
+		_ = p.Cmd.Process.Signal(syscall.SIGINT)
+		p.Wait(t)
 	})
 
 	t.Run("attach -it on a pty", func(t *testing.T) {
 		p := f.startCtl(t, nil, &pty.Winsize{Rows: 40, Cols: 120}, "attach", "-it", "int-tty")
-		p.write(t, `while [ "$(stty size)" != "40 120" ]; do sleep 0.1; done; echo "attached-$((40+2))"`+"\r")
-		p.waitOut(t, "attached-42")
-		p.write(t, "exit 0\r") // the container's shell ends, and with it the attach
-		if code := p.wait(t); code != 0 {
-			t.Fatalf("attach -it exited %d; output:\n%s", code, p.out.String())
+		p.Write(t, `while [ "$(stty size)" != "40 120" ]; do sleep 0.1; done; echo "attached-$((40+2))"`+"\r")
+		p.WaitOut(t, "attached-42")
+		p.Write(t, "exit 0\r") // the container's shell ends, and with it the attach
+		if code := p.Wait(t); code != 0 {
+			t.Fatalf("attach -it exited %d; output:\n%s", code, p.Out.String())
 		}
 	})
 
@@ -299,11 +185,11 @@ spec:
 		// kubectl debug -it: an ephemeral container added to the running
 		// pod, attached once it runs.
 		p := f.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "debug", "int-shell", "--image", "busybox", "-it", "-c", "dbg", "--", "sh")
-		p.write(t, `echo "debug-$((40+2))"`+"\r")
-		p.waitOut(t, "debug-42")
-		p.write(t, "exit 0\r")
-		if code := p.wait(t); code != 0 {
-			t.Fatalf("debug -it exited %d; output:\n%s", code, p.out.String())
+		p.Write(t, `echo "debug-$((40+2))"`+"\r")
+		p.WaitOut(t, "debug-42")
+		p.Write(t, "exit 0\r")
+		if code := p.Wait(t); code != 0 {
+			t.Fatalf("debug -it exited %d; output:\n%s", code, p.Out.String())
 		}
 	})
 
@@ -312,9 +198,9 @@ spec:
 		var local string
 		re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> ` + strconv.Itoa(echoPort))
 		eventually(t, waitFor, func() error {
-			m := re.FindStringSubmatch(p.out.String())
+			m := re.FindStringSubmatch(p.Out.String())
 			if m == nil {
-				return fmt.Errorf("no forwarding line yet: %q %q", p.out.String(), p.errb.String())
+				return fmt.Errorf("no forwarding line yet: %q %q", p.Out.String(), p.Err.String())
 			}
 			local = m[1]
 			return nil
@@ -340,9 +226,9 @@ spec:
 				return nil
 			})
 		}
-		_ = p.cmd.Process.Signal(syscall.SIGINT)
-		if code := p.wait(t); code != 0 {
-			t.Errorf("port-forward exited %d after Ctrl-C; stderr %q", code, p.errb.String())
+		_ = p.Cmd.Process.Signal(syscall.SIGINT)
+		if code := p.Wait(t); code != 0 {
+			t.Errorf("port-forward exited %d after Ctrl-C; stderr %q", code, p.Err.String())
 		}
 	})
 }
