@@ -3,12 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,17 +14,14 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	restclient "k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
-	utilexec "k8s.io/client-go/util/exec"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	criclient "k8s.io/cri-client/pkg"
 	crilogs "k8s.io/cri-client/pkg/logs"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/cristream"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -207,8 +201,7 @@ func TestOperatorSessionThroughCRIClient(t *testing.T) {
 	// come back.
 	execResp, err := rs.Exec(ctx, &runtimeapi.ExecRequest{ContainerId: workerID, Cmd: []string{"sh"}, Tty: true, Stdin: true, Stdout: true})
 	must(t, "Exec", err)
-	code := ttySession(t, execResp.Url, "stty size", "24 80", "exit 6")
-	if code != 6 {
+	if code := ttySession(t, execResp.Url, "stty size", "24 80", "exit 6"); code != 6 {
 		t.Errorf("exec exit code %d, want 6", code)
 	}
 
@@ -245,7 +238,7 @@ func TestOperatorSessionThroughCRIClient(t *testing.T) {
 	}()
 	pfResp, err := rs.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: sb, Port: []int32{int32(l.Addr().(*net.TCPAddr).Port)}})
 	must(t, "PortForward", err)
-	local := forward(t, pfResp.Url, l.Addr().(*net.TCPAddr).Port)
+	local := cristream.PortForward(t, pfResp.Url, l.Addr().(*net.TCPAddr).Port)
 	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
 	must(t, "dial forwarded port", err)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -303,80 +296,13 @@ func conditionTrue(s *runtimeapi.RuntimeStatus, typ string) bool {
 	return false
 }
 
-type fixedSize struct{ sent bool }
-
-func (f *fixedSize) Next() *remotecommand.TerminalSize {
-	if f.sent {
-		return nil // one size, then no more resizes
-	}
-	f.sent = true
-	return &remotecommand.TerminalSize{Width: 80, Height: 24}
-}
-
-// ttySession runs a terminal session on a streaming URL as crictl exec -it
-// does: it types cmd until want shows, then quit, and returns the exit code.
+// ttySession runs a terminal session of 80x24 on a streaming URL as crictl
+// exec -it does: it types cmd until want shows, then quit, and returns the
+// exit code.
 func ttySession(t *testing.T, rawURL, cmd, want, quit string) int {
 	t.Helper()
-	u, err := url.Parse(rawURL)
-	must(t, "streaming URL", err)
-	exe, err := remotecommand.NewSPDYExecutor(&restclient.Config{}, http.MethodPost, u)
-	must(t, "NewSPDYExecutor", err)
-	inR, inW := io.Pipe()
-	defer inW.Close()
-	out := &testutil.SyncBuffer{}
-	done := make(chan error, 1)
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	go func() {
-		done <- exe.StreamWithContext(c, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true, TerminalSizeQueue: &fixedSize{}})
-	}()
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if _, err := io.WriteString(inW, cmd+"\n"); err != nil {
-			return err
-		}
-		// The echo of the typed command holds the command, not its result.
-		if strings.Count(out.String(), want) == 0 {
-			return fmt.Errorf("terminal so far %q", out.String())
-		}
-		return nil
-	})
-	_, _ = io.WriteString(inW, quit+"\n")
-	err = <-done
-	if err == nil {
-		return 0
-	}
-	var ee utilexec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("session: %v", err)
-	}
-	return ee.ExitStatus()
-}
-
-// forward starts a port forwarder on a streaming URL as crictl
-// port-forward does and returns the local port.
-func forward(t *testing.T, rawURL string, port int) int {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	must(t, "streaming URL", err)
-	transport, upgrader, err := spdy.RoundTripperFor(&restclient.Config{})
-	must(t, "RoundTripperFor", err)
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	stop, ready := make(chan struct{}), make(chan struct{})
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
-	must(t, "portforward", err)
-	done := make(chan error, 1)
-	go func() { done <- pf.ForwardPorts() }()
-	t.Cleanup(func() { close(stop); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("ForwardPorts: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("port forwarder not ready after 10s")
-	}
-	ports, err := pf.GetPorts()
-	if err != nil || len(ports) != 1 {
-		t.Fatalf("GetPorts: %v %v", ports, err)
-	}
-	return int(ports[0].Local)
+	term := cristream.OpenTerminal(t, rawURL, &remotecommand.TerminalSize{Width: 80, Height: 24})
+	term.TypeUntil(t, cmd, want)
+	term.Type(quit)
+	return cristream.ExitCode(t, <-term.Done())
 }

@@ -1,19 +1,16 @@
 package procruntime_test
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/remotecommand"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/test/testutil"
+	"github.com/actorlet/actorlet/test/cristream"
 )
 
 // newIsolatedEnv is newEnv with every isolation this machine allows (as
@@ -144,22 +141,11 @@ func TestIsolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inR, inW := io.Pipe()
-		out := &testutil.SyncBuffer{}
-		done := make(chan error, 1)
-		go func() { done <- stream(t, resp.Url, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true}) }()
-		testutil.Eventually(t, 10*time.Second, func() error {
-			if _, err := io.WriteString(inW, "echo in-$((1+1))\n"); err != nil {
-				return err
-			}
-			if !strings.Contains(out.String(), "in-2") {
-				return fmt.Errorf("terminal %q", out.String())
-			}
-			return nil
-		})
-		inW.Close() // the client goes away without exiting the shell
+		term := cristream.OpenTerminal(t, resp.Url, nil)
+		term.TypeUntil(t, "echo in-$((1+1))", "in-2")
+		term.Close() // the client goes away without exiting the shell
 		select {
-		case <-done:
+		case <-term.Done():
 		case <-time.After(20 * time.Second):
 			t.Fatal("the session outlived its client's input by 20s")
 		}

@@ -2,13 +2,9 @@ package procruntime_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,56 +13,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	restclient "k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
-	utilexec "k8s.io/client-go/util/exec"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/test/testutil"
+	"github.com/actorlet/actorlet/test/cristream"
 )
-
-// stream runs a remotecommand session on a CRI streaming URL as crictl
-// and the kubelet do.
-func stream(t *testing.T, rawURL string, opts remotecommand.StreamOptions) error {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatalf("streaming URL %q: %v", rawURL, err)
-	}
-	exe, err := remotecommand.NewSPDYExecutor(&restclient.Config{}, http.MethodPost, u)
-	if err != nil {
-		t.Fatalf("NewSPDYExecutor: %v", err)
-	}
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return exe.StreamWithContext(c, opts)
-}
-
-// exitCode is the remote exit code in a stream error (0 for nil).
-func exitCode(t *testing.T, err error) int {
-	t.Helper()
-	if err == nil {
-		return 0
-	}
-	var ee utilexec.ExitError
-	if !errors.As(err, &ee) {
-		t.Fatalf("stream error %v is not an exit code", err)
-	}
-	return ee.ExitStatus()
-}
-
-// sizeQueue feeds terminal sizes to a tty session.
-type sizeQueue chan remotecommand.TerminalSize
-
-func (q sizeQueue) Next() *remotecommand.TerminalSize {
-	s, ok := <-q
-	if !ok {
-		return nil
-	}
-	return &s
-}
 
 func TestStreamingExec(t *testing.T) {
 	e := newEnv(t)
@@ -80,8 +31,8 @@ func TestStreamingExec(t *testing.T) {
 			t.Fatalf("Exec: %v", err)
 		}
 		var out, errb bytes.Buffer
-		err = stream(t, resp.Url, remotecommand.StreamOptions{Stdout: &out, Stderr: &errb})
-		if code := exitCode(t, err); code != 3 {
+		err = cristream.Stream(t, resp.Url, remotecommand.StreamOptions{Stdout: &out, Stderr: &errb})
+		if code := cristream.ExitCode(t, err); code != 3 {
 			t.Errorf("exit code %d, want 3", code)
 		}
 		if out.String() != "out hello\n" || errb.String() != "err\n" {
@@ -95,7 +46,7 @@ func TestStreamingExec(t *testing.T) {
 			t.Fatalf("Exec: %v", err)
 		}
 		var out bytes.Buffer
-		if err := stream(t, resp.Url, remotecommand.StreamOptions{Stdin: strings.NewReader("ping\n"), Stdout: &out}); err != nil {
+		if err := cristream.Stream(t, resp.Url, remotecommand.StreamOptions{Stdin: strings.NewReader("ping\n"), Stdout: &out}); err != nil {
 			t.Fatalf("stream: %v", err)
 		}
 		if out.String() != "ping\n" {
@@ -108,30 +59,13 @@ func TestStreamingExec(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Exec: %v", err)
 		}
-		sizes := make(sizeQueue, 1)
-		sizes <- remotecommand.TerminalSize{Width: 123, Height: 45}
-		inR, inW := io.Pipe()
-		out := &testutil.SyncBuffer{}
-		done := make(chan error, 1)
-		go func() {
-			done <- stream(t, resp.Url, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true, TerminalSizeQueue: sizes})
-		}()
+		term := cristream.OpenTerminal(t, resp.Url, &remotecommand.TerminalSize{Width: 123, Height: 45})
 		// The shell sees a terminal of the size sent; its exit code comes back.
-		testutil.Eventually(t, 10*time.Second, func() error {
-			if _, err := io.WriteString(inW, "test -t 0 && stty size\n"); err != nil {
-				return err
-			}
-			if !strings.Contains(out.String(), "45 123") {
-				return fmt.Errorf("output so far %q", out.String())
-			}
-			return nil
-		})
-		_, _ = io.WriteString(inW, "exit 7\n")
-		close(sizes)
-		if code := exitCode(t, <-done); code != 7 {
-			t.Errorf("exit code %d, want 7; terminal: %q", code, out.String())
+		term.TypeUntil(t, "test -t 0 && stty size", "45 123")
+		term.Type("exit 7")
+		if code := cristream.ExitCode(t, <-term.Done()); code != 7 {
+			t.Errorf("exit code %d, want 7; terminal: %q", code, term.Out.String())
 		}
-		inW.Close()
 	})
 
 	t.Run("refused", func(t *testing.T) {
@@ -163,7 +97,7 @@ func TestStreamingAttach(t *testing.T) {
 		}
 		var out, errb bytes.Buffer
 		// stdin_once: the session's stdin ending closes the container's.
-		err = stream(t, resp.Url, remotecommand.StreamOptions{Stdin: strings.NewReader("a\nb\n"), Stdout: &out, Stderr: &errb})
+		err = cristream.Stream(t, resp.Url, remotecommand.StreamOptions{Stdin: strings.NewReader("a\nb\n"), Stdout: &out, Stderr: &errb})
 		if err != nil {
 			t.Fatalf("attach stream: %v", err)
 		}
@@ -189,29 +123,12 @@ func TestStreamingAttach(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Attach: %v", err)
 		}
-		sizes := make(sizeQueue, 1)
-		sizes <- remotecommand.TerminalSize{Width: 100, Height: 30}
-		inR, inW := io.Pipe()
-		out := &testutil.SyncBuffer{}
-		done := make(chan error, 1)
-		go func() {
-			done <- stream(t, resp.Url, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Tty: true, TerminalSizeQueue: sizes})
-		}()
-		testutil.Eventually(t, 10*time.Second, func() error {
-			if _, err := io.WriteString(inW, "stty size; tty\n"); err != nil {
-				return err
-			}
-			if s := out.String(); !strings.Contains(s, "30 100") || !strings.Contains(s, "/dev/pts/") {
-				return fmt.Errorf("output so far %q", s)
-			}
-			return nil
-		})
-		_, _ = io.WriteString(inW, "exit 5\n")
-		close(sizes)
-		if err := <-done; err != nil {
+		term := cristream.OpenTerminal(t, resp.Url, &remotecommand.TerminalSize{Width: 100, Height: 30})
+		term.TypeUntil(t, "stty size; tty", "30 100", "/dev/pts/")
+		term.Type("exit 5")
+		if err := <-term.Done(); err != nil {
 			t.Errorf("attach stream: %v", err)
 		}
-		inW.Close()
 		if st := e.waitExited(id); st.ExitCode != 5 {
 			t.Errorf("exit code %d, want 5", st.ExitCode)
 		}
@@ -254,7 +171,7 @@ func TestStreamingPortForward(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PortForward: %v", err)
 	}
-	local := portForward(t, resp.Url, port)
+	local := cristream.PortForward(t, resp.Url, port)
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
 	if err != nil {
 		t.Fatalf("dial forwarded port: %v", err)
@@ -275,41 +192,6 @@ func TestStreamingPortForward(t *testing.T) {
 	if _, err := rs.PortForward(ctx(t), &runtimeapi.PortForwardRequest{PodSandboxId: "nope", Port: []int32{80}}); err == nil {
 		t.Error("PortForward to an unknown sandbox succeeded")
 	}
-}
-
-// portForward starts client-go's port forwarder on a CRI streaming URL to
-// remote port and returns the local port; it stops with the test.
-func portForward(t *testing.T, rawURL string, port int) int {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, upgrader, err := spdy.RoundTripperFor(&restclient.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, u)
-	stop, ready := make(chan struct{}), make(chan struct{})
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- pf.ForwardPorts() }()
-	t.Cleanup(func() { close(stop); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("ForwardPorts: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("port forwarder not ready after 10s")
-	}
-	ports, err := pf.GetPorts()
-	if err != nil || len(ports) != 1 {
-		t.Fatalf("GetPorts: %v %v", ports, err)
-	}
-	return int(ports[0].Local)
 }
 
 // rawRuntime is a plain CRI runtime client on e's socket.
