@@ -82,24 +82,6 @@ func (s *scriptExec) callsOf(cmd string) []execCall {
 	return out
 }
 
-// fakeRecorder keeps events as "type reason message".
-type fakeRecorder struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *fakeRecorder) Eventf(_ *v1.Pod, eventType, reason, format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, eventType+" "+reason+" "+fmt.Sprintf(format, args...))
-}
-
-func (r *fakeRecorder) all() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.events...)
-}
-
 // harness runs a prober manager under a parent actor that records what the
 // manager sends up.
 type harness struct {
@@ -107,7 +89,7 @@ type harness struct {
 	system  *actor.ActorSystem
 	clock   *clocktesting.FakeClock
 	exec    *scriptExec
-	rec     *fakeRecorder
+	rec     *testutil.Recorder
 	manager *actor.PID
 
 	mu      sync.Mutex
@@ -122,7 +104,7 @@ func newHarness(t *testing.T) *harness {
 		system: actor.NewActorSystem(),
 		clock:  clk,
 		exec:   &scriptExec{clock: clk, codes: map[string]int{}},
-		rec:    &fakeRecorder{},
+		rec:    &testutil.Recorder{},
 	}
 	pidCh := make(chan *actor.PID, 1)
 	props, err := Props(Config{Exec: h.exec, Clock: clk, Recorder: h.rec})

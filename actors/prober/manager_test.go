@@ -146,7 +146,7 @@ func TestHTTPReadinessAgainstRealServer(t *testing.T) {
 	h.step(10 * time.Second)
 	h.waitChanges("web", messages.Readiness, "w1=Failure", "w1=Success", "w1=Failure")
 	eventually(t, "Unhealthy event", func() bool {
-		for _, e := range h.rec.all() {
+		for _, e := range h.rec.Lines() {
 			if e == "Warning Unhealthy Readiness probe failed: HTTP probe failed with statuscode: 503" {
 				return true
 			}

@@ -60,7 +60,7 @@ func TestLivenessFailureThresholdAndHoldUntilNewContainer(t *testing.T) {
 		t.Fatalf("exec ran %d more times in c1 while holding", got-calls)
 	}
 
-	ev := h.rec.all()
+	ev := h.rec.Lines()
 	if len(ev) != 3 || ev[0] != "Warning Unhealthy Liveness probe failed: check live is unhappy" {
 		t.Fatalf("events = %q, want 3 Unhealthy liveness failures", ev)
 	}
@@ -190,7 +190,7 @@ func TestStartupFailureHolds(t *testing.T) {
 	if got := h.exec.count("check started", ""); got != calls {
 		t.Fatalf("startup probe ran %d more times while holding", got-calls)
 	}
-	if ev := h.rec.all(); len(ev) == 0 || !strings.HasPrefix(ev[0], "Warning Unhealthy Startup probe failed: ") {
+	if ev := h.rec.Lines(); len(ev) == 0 || !strings.HasPrefix(ev[0], "Warning Unhealthy Startup probe failed: ") {
 		t.Fatalf("events = %q", ev)
 	}
 }

@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/actorlet/actorlet/actors/podactor/fake"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func TestAddSortsByCreationTimeBeforeAdmission(t *testing.T) {
@@ -43,7 +42,7 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			events := &eventLog{}
+			events := &testutil.Recorder{}
 			h := newHarness(t, func(c *Config) {
 				c.MaxPods = 2
 				c.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}
@@ -60,7 +59,7 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 				t.Fatalf("rejection = %+v, want big %s", r, tc.reason)
 			}
 			// As the kubelet, a Warning event with the reason and message.
-			if got := events.list(); len(got) != 1 || got[0] != "big Warning "+tc.reason+" "+r.Message {
+			if got := events.Events(); len(got) != 1 || got[0].Pod.UID != "big" || got[0].String() != "Warning "+tc.reason+" "+r.Message {
 				t.Errorf("events = %q, want one Warning %s for big", got, tc.reason)
 			}
 			h.send(&messages.PodUpdate{Op: messages.OpUpdate, Pods: []*v1.Pod{tc.pod()}, Source: messages.SourceRemote})
@@ -409,22 +408,4 @@ func TestPurgedPodsAreCleanedUpInParallel(t *testing.T) {
 	defer release()
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: pods, Source: messages.SourceRemote})
 	eventually(t, "three cleanups in flight together", func() bool { return h.rt.Count(fake.OpCleanupPod) == 3 })
-}
-
-// eventLog is a Recorder keeping "<uid> <type> <reason> <message>" lines.
-type eventLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (l *eventLog) Eventf(pod *v1.Pod, eventType, reason, format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, fmt.Sprintf("%s %s %s %s", pod.UID, eventType, reason, fmt.Sprintf(format, args...)))
-}
-
-func (l *eventLog) list() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.events...)
 }

@@ -2,7 +2,6 @@ package kuberuntime
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // fakeRuntime joins the upstream fakes into one cri.Runtime and records
@@ -94,37 +94,10 @@ func (f *fakeRuntime) containerIDs(name string) []string {
 	return ids
 }
 
-type recordedEvent struct {
-	eventType, reason, message string
-}
-
-// recorder is a recording Recorder.
-type recorder struct {
-	mu     sync.Mutex
-	events []recordedEvent
-}
-
-func (r *recorder) Eventf(_ *v1.Pod, eventType, reason, messageFmt string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, recordedEvent{eventType, reason, fmt.Sprintf(messageFmt, args...)})
-}
-
-func (r *recorder) has(reason string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.events {
-		if e.reason == reason {
-			return true
-		}
-	}
-	return false
-}
-
 type env struct {
 	rt    *fakeRuntime
 	clock *clocktesting.FakeClock
-	rec   *recorder
+	rec   *testutil.Recorder
 	m     *Manager
 }
 
@@ -136,7 +109,7 @@ func newEnv(t *testing.T) *env {
 		stopTimeouts:       map[string]int64{},
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	m := NewManager(rt, Options{
 		PodLogsDir: t.TempDir(),
 		PodsDir:    t.TempDir(),

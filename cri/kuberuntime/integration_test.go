@@ -24,7 +24,7 @@ import (
 type procEnv struct {
 	m     *Manager
 	clock *clocktesting.FakeClock
-	rec   *recorder
+	rec   *testutil.Recorder
 }
 
 func newProcEnv(t *testing.T) *procEnv {
@@ -53,7 +53,7 @@ func newProcEnv(t *testing.T) *procEnv {
 	}
 	t.Cleanup(func() { client.Close() })
 	clk := clocktesting.NewFakeClock(time.Now())
-	rec := &recorder{}
+	rec := &testutil.Recorder{}
 	m := NewManager(client, Options{
 		PodLogsDir: filepath.Join(root, "logs"),
 		PodsDir:    filepath.Join(root, "pods"),
@@ -270,7 +270,7 @@ func TestIntegrationMissingBinary(t *testing.T) {
 	if api.Phase != v1.PodPending && api.Phase != v1.PodRunning {
 		t.Errorf("phase = %s", api.Phase)
 	}
-	if !e.rec.has("Failed") {
+	if !e.rec.Has("Failed") {
 		t.Error("no Failed event")
 	}
 }

@@ -87,7 +87,7 @@ func TestKillPodRunsPreStopFirst(t *testing.T) {
 	if exec < 0 || stop < exec {
 		t.Errorf("calls %v: want ExecSync (preStop) before StopContainer", calls)
 	}
-	if !e.rec.has("Killing") {
+	if !e.rec.Has("Killing") {
 		t.Error("no Killing event")
 	}
 }
@@ -202,7 +202,7 @@ func TestSandboxChangedEvent(t *testing.T) {
 	if err := res.Error(); err != nil || !res.SandboxCreated || !res.PodKilled {
 		t.Fatalf("result = %+v, err %v", res, err)
 	}
-	if !e.rec.has("SandboxChanged") {
+	if !e.rec.Has("SandboxChanged") {
 		t.Error("no SandboxChanged event")
 	}
 	st, _ := e.status(t, pod)

@@ -79,7 +79,7 @@ func TestFailedPreStopHookStillStops(t *testing.T) {
 	if err := e.m.KillContainer(context.Background(), pod, id, "app", "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if !e.rec.has("FailedPreStopHook") {
+	if !e.rec.Has("FailedPreStopHook") {
 		t.Error("no FailedPreStopHook event")
 	}
 	if got, ok := e.rt.stopTimeout(id); !ok || got != 30 {

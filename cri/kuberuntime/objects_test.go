@@ -100,7 +100,7 @@ func TestIntegrationConfigMapAndSecret(t *testing.T) {
 	if got := strings.TrimSpace(read(t, out)); got != "hello|pw-123|hello|unset|admin" {
 		t.Errorf("env = %q", got)
 	}
-	if !e.rec.has("InvalidEnvironmentVariableNames") {
+	if !e.rec.Has("InvalidEnvironmentVariableNames") {
 		t.Error("no event for the skipped envFrom key 1st")
 	}
 	cfg, creds, all := e.m.projectedPath(pod, "config"), e.m.projectedPath(pod, "creds"), e.m.projectedPath(pod, "all")

@@ -40,7 +40,7 @@ func TestSyncPodStartsFreshPod(t *testing.T) {
 		}
 	}
 	for _, r := range []string{"Pulling", "Pulled", "Created", "Started"} {
-		if !e.rec.has(r) {
+		if !e.rec.Has(r) {
 			t.Errorf("no %s event", r)
 		}
 	}
@@ -70,7 +70,7 @@ func TestSyncPodSandboxCreationFails(t *testing.T) {
 	if n := e.rt.count("CreateContainer"); n != 0 {
 		t.Errorf("CreateContainer calls = %d, want 0", n)
 	}
-	if !e.rec.has("FailedCreatePodSandBox") {
+	if !e.rec.Has("FailedCreatePodSandBox") {
 		t.Error("no FailedCreatePodSandBox event")
 	}
 }
@@ -187,7 +187,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	if end := e.m.BackOffs(pod.UID)["app"]; end.IsZero() {
 		t.Error("BackOffs has no entry for app")
 	}
-	if !e.rec.has("BackOff") {
+	if !e.rec.Has("BackOff") {
 		t.Error("no BackOff event")
 	}
 
@@ -228,7 +228,7 @@ func TestLivenessFailureRestartsContainer(t *testing.T) {
 	if got := len(e.rt.containerIDs("app")); got != 2 {
 		t.Errorf("app instances = %d, want 2", got)
 	}
-	if !e.rec.has("Killing") {
+	if !e.rec.Has("Killing") {
 		t.Error("no Killing event")
 	}
 }
@@ -250,7 +250,7 @@ func TestPostStartHookFailureKillsContainer(t *testing.T) {
 	if _, ok := e.rt.stopTimeout(ids[0]); !ok {
 		t.Error("container was not killed after its postStart hook failed")
 	}
-	if !e.rec.has("FailedPostStartHook") {
+	if !e.rec.Has("FailedPostStartHook") {
 		t.Error("no FailedPostStartHook event")
 	}
 }

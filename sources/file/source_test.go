@@ -63,23 +63,6 @@ func (s *snapshots) names() []string {
 	return names
 }
 
-type events struct {
-	mu      sync.Mutex
-	reasons []string
-}
-
-func (e *events) Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.reasons = append(e.reasons, eventType+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
-}
-
-func (e *events) list() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.reasons...)
-}
-
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testutil.Until(t, 5*time.Second, what, cond)
@@ -234,20 +217,20 @@ func TestInvalidFileSkippedOthersDelivered(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "good.yaml", manifest("good", "nginx"))
 	write(t, dir, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  contianers: []\n")
-	snaps, ev := &snapshots{}, &events{}
+	snaps, ev := &snapshots{}, &testutil.Recorder{}
 	fc := clocktesting.NewFakeClock(time.Now())
 	start(t, Config{Dir: dir, NodeName: node, Out: snaps.out, Recorder: ev, Clock: fc, noWatch: true})
 	if got := snaps.names(); !reflect.DeepEqual(got, []string{"good-node-1"}) {
 		t.Fatalf("pods %v, want only the good one", got)
 	}
-	got := ev.list()
+	got := ev.Lines()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "Warning FailedValidation Static pod manifest bad.yaml is invalid") {
 		t.Fatalf("events %q, want one FailedValidation for bad.yaml", got)
 	}
 	// An unchanged bad file is reported once, not at every rescan.
 	fc.Step(DefaultRescan)
 	eventually(t, "the rescan", func() bool { return snaps.count() == 2 })
-	if got := ev.list(); len(got) != 1 {
+	if got := ev.Lines(); len(got) != 1 {
 		t.Errorf("events after rescan %q, want still one", got)
 	}
 }
@@ -306,14 +289,14 @@ func TestOversizedManifestSkipped(t *testing.T) {
 		fmt.Fprintf(&many, "  - name: c%d\n    image: x\n", i)
 	}
 	write(t, dir, "many.yaml", many.String())
-	snaps, ev := &snapshots{}, &events{}
+	snaps, ev := &snapshots{}, &testutil.Recorder{}
 	start(t, Config{Dir: dir, NodeName: node, Out: snaps.out, Recorder: ev, noWatch: true})
 	if got := snaps.names(); !reflect.DeepEqual(got, []string{"good-node-1"}) {
 		t.Fatalf("pods %v, want only the good one", got)
 	}
-	all := strings.Join(ev.list(), "\n")
+	all := strings.Join(ev.Lines(), "\n")
 	if !strings.Contains(all, "huge.yaml is invalid") || !strings.Contains(all, "MaxPodBytes") ||
 		!strings.Contains(all, "many.yaml is invalid") || !strings.Contains(all, "MaxContainersPerPod") {
-		t.Fatalf("events %q, want huge.yaml rejected naming MaxPodBytes and many.yaml naming MaxContainersPerPod", ev.list())
+		t.Fatalf("events %q, want huge.yaml rejected naming MaxPodBytes and many.yaml naming MaxContainersPerPod", ev.Lines())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // sink records what the mux emits.
@@ -48,17 +49,6 @@ func summary(us []messages.PodUpdate) []string {
 		out = append(out, s)
 	}
 	return out
-}
-
-type recorder struct {
-	mu      sync.Mutex
-	reasons []string
-}
-
-func (r *recorder) Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reasons = append(r.reasons, fmt.Sprintf("%s %s %s", eventType, reason, pod.Name))
 }
 
 var base = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -210,7 +200,7 @@ func TestDuplicateAcrossSources(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &sink{}
-			r := &recorder{}
+			r := &testutil.Recorder{}
 			m := New(s.out)
 			m.SetRecorder(r)
 			file, remote := m.Channel(messages.SourceFile), m.Channel(messages.SourceRemote)
@@ -219,8 +209,8 @@ func TestDuplicateAcrossSources(t *testing.T) {
 			if got, want := summary(s.take()), []string{"ADD:1", "ADD:3"}; !reflect.DeepEqual(got, want) {
 				t.Fatalf("got %v, want %v", got, want)
 			}
-			if want := []string{"Warning DuplicatePod " + tt.second.Name}; !reflect.DeepEqual(r.reasons, want) {
-				t.Errorf("events %v, want %v", r.reasons, want)
+			if ev := r.Events(); len(ev) != 1 || ev[0].Type != "Warning" || ev[0].Reason != "DuplicatePod" || ev[0].Pod.Name != tt.second.Name {
+				t.Errorf("events %v, want one Warning DuplicatePod for %s", ev, tt.second.Name)
 			}
 			// The first stays: removing the duplicate from its source changes nothing.
 			remote(set(pod("3", "c")))
