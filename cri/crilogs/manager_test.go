@@ -2,7 +2,6 @@ package crilogs_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,9 +22,7 @@ import (
 
 func TestMain(m *testing.M) {
 	procruntime.MaybeRunShim()
-	flag.Parse()
-	testutil.QuietKlog("")
-	os.Exit(m.Run())
+	testutil.Main(m, "")
 }
 
 // startRuntime serves a process runtime in a temp dir and dials it.

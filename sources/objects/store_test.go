@@ -3,8 +3,6 @@ package objects
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,9 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	testutil.QuietKlog("")
-	os.Exit(m.Run())
+	testutil.Main(m, "")
 }
 
 type changes struct {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -64,4 +65,12 @@ func Until(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 		}
 		return fmt.Errorf("waiting for %s", what)
 	})
+}
+
+// Main is a TestMain that keeps klog quiet (QuietKlog with verbosity),
+// runs the tests and exits with their result.
+func Main(m *testing.M, verbosity string) {
+	flag.Parse()
+	QuietKlog(verbosity)
+	os.Exit(m.Run())
 }

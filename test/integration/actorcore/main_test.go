@@ -1,7 +1,6 @@
 package actorcore
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -15,7 +14,5 @@ import (
 // logs a lot. With -v it logs, at ACTORLET_IT_KLOG=<level> verbosity if set.
 func TestMain(m *testing.M) {
 	procruntime.MaybeRunShim()
-	flag.Parse()
-	testutil.QuietKlog(os.Getenv("ACTORLET_IT_KLOG"))
-	os.Exit(m.Run())
+	testutil.Main(m, os.Getenv("ACTORLET_IT_KLOG"))
 }

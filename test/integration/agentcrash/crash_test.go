@@ -8,9 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -27,6 +25,7 @@ import (
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -41,9 +40,7 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(agentArgsEnv); args != "" {
 		os.Exit(runAgent(args))
 	}
-	flag.Parse()
-	testutil.QuietKlog("")
-	os.Exit(m.Run())
+	testutil.Main(m, "")
 }
 
 // runAgent is the agent's main, as cmd/actorlet runs it.

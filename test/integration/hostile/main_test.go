@@ -1,8 +1,6 @@
 package hostile
 
 import (
-	"flag"
-	"os"
 	"testing"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
@@ -11,7 +9,5 @@ import (
 
 func TestMain(m *testing.M) {
 	procruntime.MaybeRunShim()
-	flag.Parse()
-	testutil.QuietKlog("")
-	os.Exit(m.Run())
+	testutil.Main(m, "")
 }
