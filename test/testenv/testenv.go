@@ -1,8 +1,9 @@
 // Package testenv builds what the integration suites (actorcore, fleet,
-// recovery) run a node on: a real process runtime on a unix socket, an
-// agent configuration for tests, and a started agent. The bus comes from
-// cmd/actorlet/bus/bustest. Everything is torn down by t.Cleanup: the agent
-// before the runtime, the runtime with every container it started.
+// recovery, hostile) run a node on: a real process runtime on a unix
+// socket, an agent configuration for tests, and a started agent. The bus
+// comes from cmd/actorlet/bus/bustest. Everything is torn down by
+// t.Cleanup: the agent before the runtime, the runtime with every container
+// it started.
 package testenv
 
 import (

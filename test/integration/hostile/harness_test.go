@@ -20,9 +20,8 @@ import (
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
-	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -49,42 +48,14 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	srv := bustest.StartServer(t, bustest.ServerOptions{})
 	conn := bustest.ConnectWithProtocol(t, srv)
-	sockDir, err := os.MkdirTemp("", "h") // unix socket paths must stay short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
-	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
-	root := t.TempDir()
-	rt, err := procruntime.Start(procruntime.Options{RootDir: filepath.Join(root, "runtime"), HostIP: "127.0.0.1"}, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rt.Destroy)
+	_, client := testenv.Runtime(t, filepath.Join(t.TempDir(), "runtime"))
+	cfg := testenv.AgentConfig(t, nodeName, srv.ClientURL(), client)
+	cfg.RelistPeriod = 500 * time.Millisecond
+	a := testenv.StartAgent(t, cfg)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client, err := cri.Dial(ctx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
-
-	cfg := agent.DefaultConfig()
-	cfg.NodeName = nodeName
-	cfg.NodeIP = "127.0.0.1"
-	cfg.RootDir = filepath.Join(root, "agent")
-	cfg.RelistPeriod = 500 * time.Millisecond
-	cfg.HealthzPort = 0
-	cfg.NATS = agent.NATSConfig{URL: srv.ClientURL()}
-	cfg.Runtime = client
-	actx, acancel := context.WithCancel(context.Background())
-	a, err := agent.Start(actx, cfg)
-	if err != nil {
-		acancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Stop(); acancel() })
-
+	var err error
 	e := &env{t: t, conn: conn, agent: a}
 	e.desired, err = conn.JS.KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
