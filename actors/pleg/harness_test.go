@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -169,55 +170,25 @@ func fakeSandbox(uid string, state runtimeapi.PodSandboxState) *critesting.FakeP
 	}}
 }
 
-// recorder is a parent actor that spawns the PLEG and keeps every fact it
-// sends, like the supervisor would receive them.
+// recorder is the parent of the PLEG under test: it keeps every fact the
+// PLEG sends, as the supervisor would receive them.
 type recorder struct {
-	mu   sync.Mutex
-	msgs []interface{}
+	actortest.Inbox
+	mu sync.Mutex
 	// onEvent, when set, runs as each lifecycle event arrives.
 	onEvent func(messages.PodLifecycleEvent)
 }
 
-func (r *recorder) record(m interface{}) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, m)
-}
-
 func (r *recorder) events() []messages.PodLifecycleEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []messages.PodLifecycleEvent
-	for _, m := range r.msgs {
-		if e, ok := m.(messages.PodLifecycleEvent); ok {
-			out = append(out, e)
-		}
-	}
-	return out
+	return actortest.Of[messages.PodLifecycleEvent](&r.Inbox)
 }
 
 func (r *recorder) health() []messages.RelistHealthChanged {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []messages.RelistHealthChanged
-	for _, m := range r.msgs {
-		if e, ok := m.(messages.RelistHealthChanged); ok {
-			out = append(out, e)
-		}
-	}
-	return out
+	return actortest.Of[messages.RelistHealthChanged](&r.Inbox)
 }
 
 func (r *recorder) runtimeHealth() []messages.RuntimeHealthChanged {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []messages.RuntimeHealthChanged
-	for _, m := range r.msgs {
-		if e, ok := m.(messages.RuntimeHealthChanged); ok {
-			out = append(out, e)
-		}
-	}
-	return out
+	return actortest.Of[messages.RuntimeHealthChanged](&r.Inbox)
 }
 
 func (r *recorder) hasEvent(want messages.PodLifecycleEvent) bool {
@@ -243,11 +214,8 @@ func spawnRecorder(t *testing.T, cfg Config, rec *recorder) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system := actor.NewActorSystem()
-	parent := actor.PropsFromFunc(func(ctx actor.Context) {
+	actortest.SpawnChild(t, actortest.System(t), props, func(ctx actor.Context) {
 		switch m := ctx.Message().(type) {
-		case *actor.Started:
-			ctx.Spawn(props)
 		case *messages.PodLifecycleEvent:
 			rec.mu.Lock()
 			onEvent := rec.onEvent
@@ -255,17 +223,12 @@ func spawnRecorder(t *testing.T, cfg Config, rec *recorder) *recorder {
 			if onEvent != nil {
 				onEvent(*m)
 			}
-			rec.record(*m)
+			rec.Add(*m)
 		case *messages.RelistHealthChanged:
-			rec.record(*m)
+			rec.Add(*m)
 		case *messages.RuntimeHealthChanged:
-			rec.record(*m)
+			rec.Add(*m)
 		}
-	})
-	pid := system.Root.Spawn(parent)
-	t.Cleanup(func() {
-		_ = system.Root.StopFuture(pid).Wait()
-		system.Shutdown()
 	})
 	return rec
 }

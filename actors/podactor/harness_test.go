@@ -3,7 +3,6 @@ package podactor
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/actors/podactor/fake"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -25,7 +25,8 @@ var (
 	_ Cache   = &fake.Cache{}
 )
 
-// harness runs one pod actor under a recording parent.
+// harness runs one pod actor under a parent that answers its requests and
+// keeps what it is told.
 type harness struct {
 	t     *testing.T
 	sys   *actor.ActorSystem
@@ -34,81 +35,48 @@ type harness struct {
 	cache *fake.Cache
 	uid   types.UID
 	child *actor.PID
+	told  actortest.Inbox
 
 	mu              sync.Mutex
-	got             []any
 	desired         *messages.DesiredPod
 	desiredRequests int
 }
 
-// recordingParent spawns the pod actor and records what it is told.
-type recordingParent struct {
-	h     *harness
-	props *actor.Props
-	ready chan *actor.PID
-}
-
-func (p *recordingParent) Receive(ctx actor.Context) {
+// parent is the pod actor's parent: it answers GetDesiredPod and keeps
+// what the actor reports.
+func (h *harness) parent(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		p.ready <- ctx.Spawn(p.props)
 	case *messages.GetDesiredPod:
-		p.h.mu.Lock()
-		p.h.desiredRequests++
-		d := p.h.desired
-		p.h.mu.Unlock()
+		h.mu.Lock()
+		h.desiredRequests++
+		d := h.desired
+		h.mu.Unlock()
 		if d == nil {
 			d = &messages.DesiredPod{}
 		}
 		ctx.Respond(d)
 	case *messages.PodSyncCompleted, *messages.PodStatusComputed, *messages.PodWorkerStateChanged:
-		p.h.mu.Lock()
-		p.h.got = append(p.h.got, m)
-		p.h.mu.Unlock()
+		h.told.Add(m)
 	}
-}
-
-func quietSystem() *actor.ActorSystem {
-	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.DiscardHandler)
-	}))
 }
 
 func newHarness(t *testing.T, uid types.UID) *harness {
 	t.Helper()
-	h := &harness{t: t, sys: quietSystem(), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
+	h := &harness{t: t, sys: actortest.System(t), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
 		rt: fake.NewRuntime(), cache: fake.NewCache(), uid: uid}
 	h.rt.UseStatuses(h.cache)
 	props, err := Props(Config{Runtime: h.rt, Cache: h.cache, Clock: h.clock}, uid)
 	if err != nil {
 		t.Fatalf("props: %v", err)
 	}
-	ready := make(chan *actor.PID, 1)
-	parent := h.sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &recordingParent{h: h, props: props, ready: ready}
-	}))
-	h.child = <-ready
-	t.Cleanup(func() {
-		_ = h.sys.Root.StopFuture(parent).Wait()
-		h.sys.Shutdown()
-	})
+	h.child = actortest.SpawnChild(t, h.sys, props, h.parent)
 	return h
 }
 
 func (h *harness) send(m any) { h.sys.Root.Send(h.child, m) }
 
 // messagesOf returns what the actor told its parent, of type T.
-func messagesOf[T any](h *harness) []T {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []T
-	for _, m := range h.got {
-		if v, ok := m.(T); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
+func messagesOf[T any](h *harness) []T { return actortest.Of[T](&h.told) }
 
 func (h *harness) describe() *messages.PodWorkerDescription {
 	h.t.Helper()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -101,30 +102,21 @@ func newHarness(t *testing.T) *harness {
 	clk := clocktesting.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := &harness{
 		t:      t,
-		system: actor.NewActorSystem(),
+		system: actortest.System(t),
 		clock:  clk,
 		exec:   &scriptExec{clock: clk, codes: map[string]int{}},
 		rec:    &testutil.Recorder{},
 	}
-	pidCh := make(chan *actor.PID, 1)
 	props, err := Props(Config{Exec: h.exec, Clock: clk, Recorder: h.rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := h.system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-		switch msg := ctx.Message().(type) {
-		case *actor.Started:
-			pidCh <- ctx.Spawn(props)
-		case *messages.ProbeResultChanged:
+	h.manager = actortest.SpawnChild(t, h.system, props, func(ctx actor.Context) {
+		if msg, ok := ctx.Message().(*messages.ProbeResultChanged); ok {
 			h.mu.Lock()
 			h.changes = append(h.changes, msg)
 			h.mu.Unlock()
 		}
-	}))
-	h.manager = <-pidCh
-	t.Cleanup(func() {
-		_ = h.system.Root.StopFuture(parent).Wait()
-		h.system.Shutdown()
 	})
 	return h
 }

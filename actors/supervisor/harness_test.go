@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/actors/podactor/fake"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -23,34 +23,9 @@ var (
 	_ Cache   = &fake.Cache{}
 )
 
-// recorder stands in for the status and prober children.
-type recorder struct {
-	mu  sync.Mutex
-	got []any
-}
-
-func (r *recorder) props() (*actor.Props, error) {
-	return actor.PropsFromFunc(func(ctx actor.Context) {
-		switch ctx.Message().(type) {
-		case *actor.Started, *actor.Stopping, *actor.Stopped:
-			return
-		}
-		r.mu.Lock()
-		r.got = append(r.got, ctx.Message())
-		r.mu.Unlock()
-	}), nil
-}
-
-func recorded[T any](r *recorder) []T {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []T
-	for _, m := range r.got {
-		if v, ok := m.(T); ok {
-			out = append(out, v)
-		}
-	}
-	return out
+// inboxProps makes in stand in for the status or prober child.
+func inboxProps(in *actortest.Inbox) func() (*actor.Props, error) {
+	return func() (*actor.Props, error) { return actor.PropsFromFunc(in.Receive), nil }
 }
 
 // harness runs a supervisor with real pod actors on a fake runtime.
@@ -60,19 +35,19 @@ type harness struct {
 	clock  *clocktesting.FakeClock
 	rt     *fake.Runtime
 	cache  *fake.Cache
-	status *recorder
-	prober *recorder
+	status *actortest.Inbox
+	prober *actortest.Inbox
 	pid    *actor.PID
 }
 
 func newHarness(t *testing.T, tweak func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, sys: NewQuietActorSystem(), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
-		rt: fake.NewRuntime(), cache: fake.NewCache(), status: &recorder{}, prober: &recorder{}}
+	h := &harness{t: t, sys: actortest.System(t), clock: clocktesting.NewFakeClock(time.Unix(1000, 0)),
+		rt: fake.NewRuntime(), cache: fake.NewCache(), status: &actortest.Inbox{}, prober: &actortest.Inbox{}}
 	h.rt.UseStatuses(h.cache)
 	cfg := Config{Runtime: h.rt, Cache: h.cache, Clock: h.clock, NodeName: "node-1",
 		NodeLabels: map[string]string{"zone": "a"},
-		Children:   Children{Status: h.status.props, Prober: h.prober.props}}
+		Children:   Children{Status: inboxProps(h.status), Prober: inboxProps(h.prober)}}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -85,10 +60,7 @@ func newHarness(t *testing.T, tweak func(*Config)) *harness {
 		t.Fatalf("spawn supervisor: %v", err)
 	}
 	h.pid = pid
-	t.Cleanup(func() {
-		_ = h.sys.Root.StopFuture(pid).Wait()
-		h.sys.Shutdown()
-	})
+	t.Cleanup(func() { _ = h.sys.Root.StopFuture(pid).Wait() })
 	eventually(t, "tickers registered", func() bool { return h.clock.Waiters() >= 2 })
 	return h
 }

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/actors/podactor/fake"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
@@ -18,8 +19,8 @@ func TestAddSortsByCreationTimeBeforeAdmission(t *testing.T) {
 	newer, older := newPod("newer", "newer", 200), newPod("older", "older", 100)
 	h.add(newer, older)
 	eventually(t, "older pod synced", func() bool { return h.syncsOf("older") > 0 })
-	eventually(t, "newer rejected", func() bool { return len(recorded[*messages.PodRejected](h.status)) == 1 })
-	if r := recorded[*messages.PodRejected](h.status)[0]; r.Pod.UID != "newer" || r.Reason != ReasonOutOfPods {
+	eventually(t, "newer rejected", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	if r := actortest.Of[*messages.PodRejected](h.status)[0]; r.Pod.UID != "newer" || r.Reason != ReasonOutOfPods {
 		t.Fatalf("rejection = %s %s, want newer OutOfpods", r.Pod.UID, r.Reason)
 	}
 }
@@ -53,8 +54,8 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 				h.add(newPod("second", "second", 1))
 			}
 			h.add(tc.pod())
-			eventually(t, "rejection", func() bool { return len(recorded[*messages.PodRejected](h.status)) == 1 })
-			r := recorded[*messages.PodRejected](h.status)[0]
+			eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+			r := actortest.Of[*messages.PodRejected](h.status)[0]
 			if r.Pod.UID != "big" || r.Reason != tc.reason || r.Message == "" {
 				t.Fatalf("rejection = %+v, want big %s", r, tc.reason)
 			}
@@ -94,9 +95,9 @@ func TestRemoveKillsForgetsAndPurgesAtOnce(t *testing.T) {
 	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
-	eventually(t, "probes unregistered", func() bool { return len(recorded[*messages.PodForgotten](h.prober)) >= 1 })
+	eventually(t, "probes unregistered", func() bool { return len(actortest.Of[*messages.PodForgotten](h.prober)) >= 1 })
 	eventually(t, "worker purged", func() bool { return !h.describe("a").Found })
-	eventually(t, "status forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
+	eventually(t, "status forgotten", func() bool { return len(actortest.Of[*messages.PodForgotten](h.status)) == 1 })
 	eventually(t, "pod cleaned up", func() bool { return h.rt.Count(fake.OpCleanupPod) == 1 })
 	if n := h.rt.Count(fake.OpGC); n != 0 {
 		t.Fatalf("%d housekeeping passes ran; the purge must not wait for one", n)
@@ -161,14 +162,14 @@ func TestLivenessFailureIsForwardedAndSyncsThePod(t *testing.T) {
 	if fp := h.rt.Calls(fake.OpSyncPod)[1].FailedProbes; fp["c1"] != "timeout" {
 		t.Fatalf("failed probes = %v", fp)
 	}
-	eventually(t, "status child got both results", func() bool { return len(recorded[*messages.ProbeResultChanged](h.status)) == 2 })
+	eventually(t, "status child got both results", func() bool { return len(actortest.Of[*messages.ProbeResultChanged](h.status)) == 2 })
 }
 
 func TestPodStatusComputedGoesToStatusAndProber(t *testing.T) {
 	h := newHarness(t, nil)
 	h.add(newPod("a", "a", 1))
 	eventually(t, "status forwarded", func() bool {
-		return len(recorded[*messages.PodStatusComputed](h.status)) > 0 && len(recorded[*messages.PodStatusComputed](h.prober)) > 0
+		return len(actortest.Of[*messages.PodStatusComputed](h.status)) > 0 && len(actortest.Of[*messages.PodStatusComputed](h.prober)) > 0
 	})
 }
 
@@ -285,7 +286,7 @@ func TestFinishedPodStaysDoneWhileStillListed(t *testing.T) {
 	if d := h.describe("a"); !d.Found || d.WorkType != messages.TerminatedWork {
 		t.Fatalf("a finished pod still listed must keep its finished worker, got %+v", d)
 	}
-	if n := len(recorded[*messages.PodForgotten](h.status)); n != 0 {
+	if n := len(actortest.Of[*messages.PodForgotten](h.status)); n != 0 {
 		t.Fatalf("status of a finished pod still listed was forgotten (%d times)", n)
 	}
 	h.send(&messages.PodUpdate{Op: messages.OpUpdate, Pods: []*v1.Pod{newPod("a", "a", 1)}, Source: messages.SourceRemote})
@@ -295,7 +296,7 @@ func TestFinishedPodStaysDoneWhileStillListed(t *testing.T) {
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{newPod("a", "a", 1)}, Source: messages.SourceRemote})
 	h.housekeep()
 	eventually(t, "purged after REMOVE", func() bool { return !h.describe("a").Found })
-	eventually(t, "forgotten after REMOVE", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
+	eventually(t, "forgotten after REMOVE", func() bool { return len(actortest.Of[*messages.PodForgotten](h.status)) == 1 })
 }
 
 func TestTerminatePodEvictsWithReason(t *testing.T) {
@@ -308,7 +309,7 @@ func TestTerminatePodEvictsWithReason(t *testing.T) {
 		t.Fatalf("grace = %d, want 3", *g)
 	}
 	eventually(t, "final status", func() bool {
-		st := recorded[*messages.PodStatusComputed](h.status)
+		st := actortest.Of[*messages.PodStatusComputed](h.status)
 		last := st[len(st)-1].Status
 		return last.Phase == v1.PodFailed && last.Reason == "Evicted" && last.Message == "disk pressure"
 	})
@@ -368,9 +369,9 @@ func TestRemovingARejectedPodDropsItsStatus(t *testing.T) {
 	p := newPod("a", "a", 1)
 	p.Spec.NodeSelector = map[string]string{"zone": "b"}
 	h.add(p)
-	eventually(t, "rejection", func() bool { return len(recorded[*messages.PodRejected](h.status)) == 1 })
+	eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
-	eventually(t, "status forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
+	eventually(t, "status forgotten", func() bool { return len(actortest.Of[*messages.PodForgotten](h.status)) == 1 })
 }
 
 // A status a worker computed just before it was purged reaches the loop
@@ -384,12 +385,12 @@ func TestLateStatusAfterPurgeIsDropped(t *testing.T) {
 	// The removed pod's final status is not published, whether it arrives
 	// before or after the purge: the pod is gone from its source and must
 	// not come back into view.
-	before := len(recorded[*messages.PodStatusComputed](h.status))
+	before := len(actortest.Of[*messages.PodStatusComputed](h.status))
 	h.send(&messages.PodStatusComputed{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed}})
-	h.never("status of a removed pod forwarded", func() bool { return len(recorded[*messages.PodStatusComputed](h.status)) != before })
-	eventually(t, "forgotten", func() bool { return len(recorded[*messages.PodForgotten](h.status)) == 1 })
+	h.never("status of a removed pod forwarded", func() bool { return len(actortest.Of[*messages.PodStatusComputed](h.status)) != before })
+	eventually(t, "forgotten", func() bool { return len(actortest.Of[*messages.PodForgotten](h.status)) == 1 })
 	h.send(&messages.PodStatusComputed{Pod: p, Status: v1.PodStatus{Phase: v1.PodFailed}})
-	h.never("late status forwarded", func() bool { return len(recorded[*messages.PodStatusComputed](h.status)) != before })
+	h.never("late status forwarded", func() bool { return len(actortest.Of[*messages.PodStatusComputed](h.status)) != before })
 }
 
 // A mass deletion is cleaned up several pods at a time, not one pod after

@@ -18,14 +18,6 @@ func NewActorSystem() *actor.ActorSystem {
 	}))
 }
 
-// NewQuietActorSystem returns an actor system that discards its own logs,
-// for tests.
-func NewQuietActorSystem() *actor.ActorSystem {
-	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.DiscardHandler)
-	}))
-}
-
 // klogHandler is a slog.Handler writing structured records to klog.
 type klogHandler struct {
 	attrs  []any
