@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -75,41 +74,12 @@ func TestInteractiveSessions(t *testing.T) {
 		a.waitPod(t, p, 2*time.Minute, isRunning)
 	}
 
-	t.Run("exec -it on a pty", func(t *testing.T) {
-		p := a.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "exec", "-it", "ishell", "--", "sh")
-		p.Write(t, `while [ "$(stty size)" = "0 0" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
-		p.WaitOut(t, "size=24 80")
-		if err := pty.Setsize(p.Pty, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
-			t.Fatal(err)
-		}
-		p.Write(t, `while [ "$(stty size)" = "24 80" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
-		p.WaitOut(t, "size=30 100")
-		p.Write(t, "sleep 1001\r")
-		cliproc.ProcessRuns(t, 30*time.Second, "sleep 1001")
-		p.Write(t, "\x03") // Ctrl-C: to the remote, not to actorletctl
-		cliproc.ProcessGone(t, 30*time.Second, "sleep 1001")
-		p.Write(t, "echo after-$((40+2))\r")
-		p.WaitOut(t, "after-42")
-		p.Write(t, "exit 3\r")
-		if code := p.Wait(t); code != 3 {
-			t.Fatalf("exec -it exited %d, want the remote's 3:\n%s", code, p.Out.String())
-		}
-	})
+	t.Run("exec -it on a pty", func(t *testing.T) { cliproc.Shell(t, a.startCtl, "ishell") })
 
-	t.Run("exec -i", func(t *testing.T) {
-		p := a.startCtl(t, strings.NewReader("line one\nline two\n"), nil, "exec", "-i", "ishell", "--", "sh", "-c", "cat; echo to-stderr >&2; exit 4")
-		if code := p.Wait(t); code != 4 || p.Out.String() != "line one\nline two\n" || p.Err.String() != "to-stderr\n" {
-			t.Fatalf("exec -i: exit %d, stdout %q, stderr %q", code, p.Out.String(), p.Err.String())
-		}
-	})
+	t.Run("exec -i", func(t *testing.T) { cliproc.ExecStdin(t, a.startCtl, "ishell") })
 
 	t.Run("closed client", func(t *testing.T) {
-		p := a.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "exec", "-it", "ishell", "--", "sh", "-c", "echo remote-ready; exec sleep 1717")
-		p.WaitOut(t, "remote-ready")
-		_ = p.Cmd.Process.Signal(syscall.SIGHUP) // its terminal was closed
-		if code := p.Wait(t); code != 130 {
-			t.Errorf("actorletctl exited %d after SIGHUP, want 130", code)
-		}
+		cliproc.ClosedClient(t, a.startCtl, "ishell", "sleep 1717")
 		// The node closed the session and the runtime's stream at once.
 		a.noSessions(t)
 		// containerd does not end an exec whose stream closed (CRI has no
@@ -122,29 +92,9 @@ func TestInteractiveSessions(t *testing.T) {
 		}
 	})
 
-	t.Run("attach", func(t *testing.T) {
-		p := a.startCtl(t, nil, nil, "attach", "ishell")
-		p.WaitOut(t, "tick\ntick\n")
-		_ = p.Cmd.Process.Signal(syscall.SIGINT)
-		if code := p.Wait(t); code != 130 {
-			t.Errorf("attach exited %d after Ctrl-C, want 130; stderr %q", code, p.Err.String())
-		}
-		p = a.startCtl(t, strings.NewReader("hello\n"), nil, "attach", "-i", "iattach")
-		p.WaitOut(t, "echo:hello")
-		p.WaitOut(t, "bye")
-		_ = p.Cmd.Process.Signal(syscall.SIGINT)
-		p.Wait(t)
-	})
+	t.Run("attach", func(t *testing.T) { cliproc.Attach(t, a.startCtl, "ishell", "iattach") })
 
-	t.Run("attach -it on a pty", func(t *testing.T) {
-		p := a.startCtl(t, nil, &pty.Winsize{Rows: 40, Cols: 120}, "attach", "-it", "itty")
-		p.Write(t, `while [ "$(stty size)" != "40 120" ]; do sleep 0.1; done; echo "attached-$((40+2))"`+"\r")
-		p.WaitOut(t, "attached-42")
-		p.Write(t, "exit 0\r") // the container's shell ends, and with it the attach
-		if code := p.Wait(t); code != 0 {
-			t.Fatalf("attach -it exited %d; output:\n%s", code, p.Out.String())
-		}
-	})
+	t.Run("attach -it on a pty", func(t *testing.T) { cliproc.AttachOnPty(t, a.startCtl, "itty") })
 
 	t.Run("port-forward", func(t *testing.T) {
 		p := a.startCtl(t, nil, nil, "port-forward", "ihttp", ":8080")

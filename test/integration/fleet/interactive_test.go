@@ -107,79 +107,24 @@ spec:
 			"    stdin: true\n    stdinOnce: true") + "\n"
 	f.mustCtl(t, "apply", "-f", writeManifest(t, dir, "consoles.yaml", consoles), "--node", n.name, "--wait", "--wait-timeout", "40s")
 
-	t.Run("exec -it on a pty", func(t *testing.T) {
-		p := f.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "exec", "-it", "int-shell", "--", "sh")
-		// The remote terminal gets its size a moment after the shell
-		// starts (as with kubectl): wait for it.
-		p.Write(t, `while [ "$(stty size)" = "0 0" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
-		p.WaitOut(t, "size=24 80")
-		// A new size on the local terminal (the kernel sends SIGWINCH)
-		// reaches the remote one.
-		if err := pty.Setsize(p.Pty, &pty.Winsize{Rows: 30, Cols: 100}); err != nil {
-			t.Fatal(err)
-		}
-		p.Write(t, `while [ "$(stty size)" = "24 80" ]; do sleep 0.1; done; echo "size=$(stty size)"`+"\r")
-		p.WaitOut(t, "size=30 100")
-		// Ctrl-C interrupts the remote command, not actorletctl.
-		p.Write(t, "sleep 1001\r")
-		cliproc.ProcessRuns(t, waitFor, "sleep 1001")
-		p.Write(t, "\x03")
-		cliproc.ProcessGone(t, waitFor, "sleep 1001")
-		p.Write(t, "echo after-$((40+2))\r")
-		p.WaitOut(t, "after-42")
-		p.Write(t, "exit 3\r")
-		if code := p.Wait(t); code != 3 {
-			t.Fatalf("exec -it exited %d, want the remote's 3; output:\n%s", code, p.Out.String())
-		}
-	})
+	t.Run("exec -it on a pty", func(t *testing.T) { cliproc.Shell(t, f.startCtl, "int-shell") })
 
 	t.Run("exec -i without a terminal", func(t *testing.T) {
-		p := f.startCtl(t, strings.NewReader("line one\nline two\n"), nil, "exec", "-i", "int-shell", "--", "sh", "-c", "cat; echo to-stderr >&2; exit 4")
-		if code := p.Wait(t); code != 4 || p.Out.String() != "line one\nline two\n" || p.Err.String() != "to-stderr\n" {
-			t.Fatalf("exec -i: exit %d, stdout %q, stderr %q", code, p.Out.String(), p.Err.String())
-		}
-		p = f.startCtl(t, strings.NewReader(""), nil, "exec", "-t", "int-shell", "--", "echo", "no-tty")
+		cliproc.ExecStdin(t, f.startCtl, "int-shell")
+		p := f.startCtl(t, strings.NewReader(""), nil, "exec", "-t", "int-shell", "--", "echo", "no-tty")
 		if code := p.Wait(t); code != 0 || p.Out.String() != "no-tty\n" || !strings.Contains(p.Err.String(), "Unable to use a TTY") {
 			t.Fatalf("exec -t without a terminal: exit %d, stdout %q, stderr %q", code, p.Out.String(), p.Err.String())
 		}
 	})
 
 	t.Run("closed client ends the remote session", func(t *testing.T) {
-		const marker = "sleep 1717"
-		p := f.startCtl(t, nil, &pty.Winsize{Rows: 24, Cols: 80}, "exec", "-it", "int-shell", "--", "sh", "-c", "echo remote-ready; exec "+marker)
-		p.WaitOut(t, "remote-ready")
-		_ = p.Cmd.Process.Signal(syscall.SIGHUP) // the terminal was closed
-		if code := p.Wait(t); code != 130 {
-			t.Errorf("actorletctl exited %d after SIGHUP, want 130", code)
-		}
-		cliproc.ProcessGone(t, waitFor, marker)
+		cliproc.ClosedClient(t, f.startCtl, "int-shell", "sleep 1717")
+		cliproc.ProcessGone(t, waitFor, "sleep 1717")
 	})
 
-	t.Run("attach", func(t *testing.T) {
-		p := f.startCtl(t, nil, nil, "attach", "int-shell")
-		p.WaitOut(t, "tick\ntick\n")
-		_ = p.Cmd.Process.Signal(syscall.SIGINT)
-		if code := p.Wait(t); code != 130 {
-			t.Errorf("attach exited %d after Ctrl-C, want 130; stderr %q", code, p.Err.String())
-		}
-		// With stdin: the container reads what we send; stdinOnce closes
-		// its stdin when we are done.
-		p = f.startCtl(t, strings.NewReader("hello\n"), nil, "attach", "-i", "int-attach")
-		p.WaitOut(t, "echo:hello")
-		p.WaitOut(t, "bye")
-		_ = p.Cmd.Process.Signal(syscall.SIGINT)
-		p.Wait(t)
-	})
+	t.Run("attach", func(t *testing.T) { cliproc.Attach(t, f.startCtl, "int-shell", "int-attach") })
 
-	t.Run("attach -it on a pty", func(t *testing.T) {
-		p := f.startCtl(t, nil, &pty.Winsize{Rows: 40, Cols: 120}, "attach", "-it", "int-tty")
-		p.Write(t, `while [ "$(stty size)" != "40 120" ]; do sleep 0.1; done; echo "attached-$((40+2))"`+"\r")
-		p.WaitOut(t, "attached-42")
-		p.Write(t, "exit 0\r") // the container's shell ends, and with it the attach
-		if code := p.Wait(t); code != 0 {
-			t.Fatalf("attach -it exited %d; output:\n%s", code, p.Out.String())
-		}
-	})
+	t.Run("attach -it on a pty", func(t *testing.T) { cliproc.AttachOnPty(t, f.startCtl, "int-tty") })
 
 	t.Run("debug -it on a pty", func(t *testing.T) {
 		// kubectl debug -it: an ephemeral container added to the running
