@@ -27,11 +27,7 @@ func (c *cli) debug(ctx context.Context, args []string) error {
 	node := fs.String("node", "", "the node the pod was applied to")
 	fleet := fs.Bool("selector", false, "the pod is a fleet pod (applied with --selector)")
 	stdin, tty := stdioFlags(fs, "keep stdin open on the debug container and attach to it", "allocate a TTY for the debug container (with -i: an interactive shell)")
-	pos, cmd, err := parse(fs, expandShortFlags(args))
-	if err != nil {
-		return err
-	}
-	pod, err := oneName(fs, pos, "pod name")
+	pod, cmd, err := podArg(fs, expandShortFlags(args))
 	if err != nil {
 		return err
 	}

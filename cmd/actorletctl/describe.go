@@ -16,8 +16,7 @@ import (
 
 func (c *cli) describe(ctx context.Context, args []string) error {
 	fs := c.flags("describe")
-	ns := fs.String("n", "default", "namespace")
-	node := fs.String("node", "", "the pod's node (default: found from its status)")
+	ns, node := podFlags(fs)
 	pos, _, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -159,15 +159,10 @@ func stdioFlags(fs *flag.FlagSet, stdinHelp, ttyHelp string) (stdin, tty *bool) 
 
 func (c *cli) attach(ctx context.Context, args []string) error {
 	fs := c.flags("attach")
-	ns := fs.String("n", "default", "namespace")
+	ns, node := podFlags(fs)
 	container := fs.String("c", "", "container (default: the pod's only container)")
-	node := fs.String("node", "", "the pod's node (default: found from its status)")
 	stdin, tty := stdioFlags(fs, "send stdin to the container (it must have stdin: true)", "stdin is a TTY (the container must have tty: true)")
-	pos, _, err := parse(fs, expandShortFlags(args))
-	if err != nil {
-		return err
-	}
-	name, err := oneName(fs, pos, "pod name")
+	name, _, err := podArg(fs, expandShortFlags(args))
 	if err != nil {
 		return err
 	}
@@ -207,8 +202,7 @@ func parsePortPair(s string) (forwardedPort, error) {
 
 func (c *cli) portForward(ctx context.Context, args []string) error {
 	fs := c.flags("port-forward")
-	ns := fs.String("n", "default", "namespace")
-	node := fs.String("node", "", "the pod's node (default: found from its status)")
+	ns, node := podFlags(fs)
 	address := fs.String("address", "127.0.0.1", "local address to listen on")
 	pos, _, err := parse(fs, args)
 	if err != nil {

@@ -201,3 +201,19 @@ func oneName(fs *flag.FlagSet, pos []string, what string) (string, error) {
 	}
 	return pos[0], nil
 }
+
+// podFlags declares the flags of a verb about one pod on its node: -n and
+// --node.
+func podFlags(fs *flag.FlagSet) (ns, node *string) {
+	return fs.String("n", "default", "namespace"), fs.String("node", "", "the pod's node (default: found from its status)")
+}
+
+// podArg parses args for exactly one pod name; tail is what follows "--".
+func podArg(fs *flag.FlagSet, args []string) (name string, tail []string, err error) {
+	pos, tail, err := parse(fs, args)
+	if err != nil {
+		return "", nil, err
+	}
+	name, err = oneName(fs, pos, "pod name")
+	return name, tail, err
+}

@@ -23,18 +23,13 @@ func (c *cli) target(ctx context.Context, ns, name, node string) (string, *wire.
 
 func (c *cli) logs(ctx context.Context, args []string) error {
 	fs := c.flags("logs")
-	ns := fs.String("n", "default", "namespace")
+	ns, node := podFlags(fs)
 	container := fs.String("c", "", "container (default: the pod's only container)")
 	tail := fs.Int64("tail", -1, "log file lines from the end to show, across rotated files (-1: the whole current file)")
 	follow := fs.Bool("f", false, "follow the log until the container exits or restarts")
 	previous := fs.Bool("p", false, "the previous instance of the container")
 	timestamps := fs.Bool("timestamps", false, "prefix each line with its timestamp")
-	node := fs.String("node", "", "the pod's node (default: found from its status)")
-	pos, _, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := oneName(fs, pos, "pod name")
+	name, _, err := podArg(fs, args)
 	if err != nil {
 		return err
 	}
@@ -55,16 +50,11 @@ func (c *cli) logs(ctx context.Context, args []string) error {
 
 func (c *cli) exec(ctx context.Context, args []string) error {
 	fs := c.flags("exec")
-	ns := fs.String("n", "default", "namespace")
+	ns, node := podFlags(fs)
 	container := fs.String("c", "", "container (default: the pod's only container)")
-	node := fs.String("node", "", "the pod's node (default: found from its status)")
 	timeout := fs.Duration("exec-timeout", 0, "how long the command may run without -i/-t (default: the node's, 60s)")
 	stdin, tty := stdioFlags(fs, "pass stdin to the command (an interactive session)", "run the command in a terminal; with -i, the local terminal goes raw (Ctrl-C goes to the command)")
-	pos, cmd, err := parse(fs, expandShortFlags(args))
-	if err != nil {
-		return err
-	}
-	name, err := oneName(fs, pos, "pod name")
+	name, cmd, err := podArg(fs, expandShortFlags(args))
 	if err != nil {
 		return err
 	}
@@ -98,14 +88,9 @@ func (c *cli) exec(ctx context.Context, args []string) error {
 
 func (c *cli) restart(ctx context.Context, args []string) error {
 	fs := c.flags("restart")
-	ns := fs.String("n", "default", "namespace")
+	ns, node := podFlags(fs)
 	container := fs.String("c", "", "only this container")
-	node := fs.String("node", "", "the pod's node (default: found from its status)")
-	pos, _, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := oneName(fs, pos, "pod name")
+	name, _, err := podArg(fs, args)
 	if err != nil {
 		return err
 	}
@@ -123,15 +108,10 @@ func (c *cli) restart(ctx context.Context, args []string) error {
 
 func (c *cli) evict(ctx context.Context, args []string) error {
 	fs := c.flags("evict")
-	ns := fs.String("n", "default", "namespace")
+	ns, node := podFlags(fs)
 	grace := fs.Int64("grace-period", -1, "seconds to let the pod terminate (-1: the pod's own)")
 	reason := fs.String("reason", "Evicted", "reason recorded in the pod's status")
-	node := fs.String("node", "", "the pod's node (default: found from its status)")
-	pos, _, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	name, err := oneName(fs, pos, "pod name")
+	name, _, err := podArg(fs, args)
 	if err != nil {
 		return err
 	}
