@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"sort"
 	"strings"
+
+	"github.com/actorlet/actorlet/messages/wire"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -33,30 +35,51 @@ func (c *cli) currentNode(ctx context.Context, name string) (*v1.Node, error) {
 	return &n, nil
 }
 
+// nodeEdit is a label or taint command line: the node it names as it is
+// now, its own labels (not the well-known ones the node sets itself), and
+// the edits asked for.
+type nodeEdit struct {
+	name   string
+	node   *v1.Node
+	labels map[string]string
+	edits  []string
+}
+
+// nodeEdit parses `<verb> node NAME EDIT...` (usage says so when it is
+// not) and reads the node.
+func (c *cli) nodeEdit(ctx context.Context, fs *flag.FlagSet, args []string, usage string) (*nodeEdit, error) {
+	pos, _, err := parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) < 3 || (pos[0] != "node" && pos[0] != "nodes" && pos[0] != "no") {
+		fmt.Fprintln(c.stderr, "error: usage: "+usage)
+		return nil, errUsage
+	}
+	n, err := c.currentNode(ctx, pos[1])
+	if err != nil {
+		return nil, err
+	}
+	e := &nodeEdit{name: pos[1], node: n, labels: map[string]string{}, edits: pos[2:]}
+	for k, v := range n.Labels {
+		if !wellKnown[k] {
+			e.labels[k] = v
+		}
+	}
+	return e, nil
+}
+
 // label changes a node's labels as kubectl label does: k=v sets, k-
 // removes. Fleet pods are placed again on that node.
 func (c *cli) label(ctx context.Context, args []string) error {
 	fs := c.flags("label")
 	overwrite := fs.Bool("overwrite", false, "allow changing the value of an existing label")
-	pos, _, err := parse(fs, args)
+	e, err := c.nodeEdit(ctx, fs, args, "label node NAME KEY=VALUE... | KEY-...")
 	if err != nil {
 		return err
 	}
-	if len(pos) < 3 || (pos[0] != "node" && pos[0] != "nodes" && pos[0] != "no") {
-		fmt.Fprintln(c.stderr, "error: usage: label node NAME KEY=VALUE... | KEY-...")
-		return errUsage
-	}
-	n, err := c.currentNode(ctx, pos[1])
-	if err != nil {
-		return err
-	}
-	labels := map[string]string{}
-	for k, v := range n.Labels {
-		if !wellKnown[k] {
-			labels[k] = v
-		}
-	}
-	for _, arg := range pos[2:] {
+	labels := e.labels
+	for _, arg := range e.edits {
 		if k, ok := strings.CutSuffix(arg, "-"); ok && !strings.Contains(arg, "=") {
 			delete(labels, k)
 			continue
@@ -66,11 +89,11 @@ func (c *cli) label(ctx context.Context, args []string) error {
 			return fmt.Errorf("%q: want KEY=VALUE or KEY-", arg)
 		}
 		if old, exists := labels[k]; exists && old != v && !*overwrite {
-			return fmt.Errorf("node %s already has label %s=%s: give --overwrite to change it", pos[1], k, old)
+			return fmt.Errorf("node %s already has label %s=%s: give --overwrite to change it", e.name, k, old)
 		}
 		labels[k] = v
 	}
-	return c.setPlacement(ctx, pos[1], labels, n.Spec.Taints, "labeled")
+	return c.setPlacement(ctx, e.name, labels, e.node.Spec.Taints, "labeled")
 }
 
 // taint changes a node's taints as kubectl taint does: key[=value]:Effect
@@ -78,26 +101,12 @@ func (c *cli) label(ctx context.Context, args []string) error {
 // not tolerate it.
 func (c *cli) taint(ctx context.Context, args []string) error {
 	fs := c.flags("taint")
-	pos, _, err := parse(fs, args)
+	e, err := c.nodeEdit(ctx, fs, args, "taint node NAME KEY[=VALUE]:EFFECT... | KEY[:EFFECT]-...")
 	if err != nil {
 		return err
 	}
-	if len(pos) < 3 || (pos[0] != "node" && pos[0] != "nodes" && pos[0] != "no") {
-		fmt.Fprintln(c.stderr, "error: usage: taint node NAME KEY[=VALUE]:EFFECT... | KEY[:EFFECT]-...")
-		return errUsage
-	}
-	n, err := c.currentNode(ctx, pos[1])
-	if err != nil {
-		return err
-	}
-	labels := map[string]string{}
-	for k, v := range n.Labels {
-		if !wellKnown[k] {
-			labels[k] = v
-		}
-	}
-	taints := append([]v1.Taint(nil), n.Spec.Taints...)
-	for _, arg := range pos[2:] {
+	taints := append([]v1.Taint(nil), e.node.Spec.Taints...)
+	for _, arg := range e.edits {
 		if spec, ok := strings.CutSuffix(arg, "-"); ok {
 			key, effect, _ := strings.Cut(spec, ":")
 			kept := taints[:0]
@@ -126,7 +135,7 @@ func (c *cli) taint(ctx context.Context, args []string) error {
 		}
 	}
 	sort.SliceStable(taints, func(i, j int) bool { return taints[i].Key < taints[j].Key })
-	return c.setPlacement(ctx, pos[1], labels, taints, "tainted")
+	return c.setPlacement(ctx, e.name, e.labels, taints, "tainted")
 }
 
 func (c *cli) setPlacement(ctx context.Context, node string, labels map[string]string, taints []v1.Taint, verb string) error {
