@@ -14,14 +14,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/sources/validation"
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // stringList is a repeatable string flag.
@@ -235,13 +236,7 @@ func splitManifests(name string, r io.Reader) ([]manifest, error) {
 // onlyNode returns the node registered in the NodesBucket when there is
 // exactly one.
 func (c *cli) onlyNode(ctx context.Context) (string, error) {
-	kv, err := c.bucket(ctx, wire.NodesBucket)
-	if err != nil {
-		return "", err
-	}
-	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
-	defer cancel()
-	es, _, err := entries(qctx, kv, ">", false)
+	es, err := c.all(ctx, wire.NodesBucket)
 	if err != nil {
 		return "", err
 	}
@@ -276,25 +271,11 @@ func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, 
 	old, err := kv.Get(qctx, key)
 	switch {
 	case err == nil:
-		var prev v1.Pod
-		if derr := json.Unmarshal(old.Value(), &prev); derr == nil {
-			if pod.UID == "" {
-				pod.UID = prev.UID
-			}
-			if pod.CreationTimestamp.IsZero() {
-				pod.CreationTimestamp = prev.CreationTimestamp
-			}
-		}
 		verb = "configured"
 	case !errors.Is(err, jetstream.ErrKeyNotFound):
 		return applied{}, "", unavailable(fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err), false)
 	}
-	if pod.UID == "" {
-		pod.UID = uuid.NewUUID()
-	}
-	if pod.CreationTimestamp.IsZero() {
-		pod.CreationTimestamp = metav1.NewTime(c.clock.Now().UTC().Truncate(time.Second))
-	}
+	c.carryIdentity(&pod.ObjectMeta, old)
 	data, err := json.Marshal(pod)
 	if err != nil {
 		return applied{}, "", fmt.Errorf("encode pod: %w", err)
@@ -306,4 +287,27 @@ func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, 
 		return applied{}, "", unavailable(fmt.Errorf("write %s key %q: %w", wire.DesiredBucket, key, err), true)
 	}
 	return applied{pod: pod, node: node}, verb, nil
+}
+
+// carryIdentity gives an applied object the UID and creation time of the
+// one stored before it (old; nil: none), as the API server keeps them on
+// an update, and fresh ones where there is none to keep.
+func (c *cli) carryIdentity(meta *metav1.ObjectMeta, old jetstream.KeyValueEntry) {
+	if old != nil {
+		var prev metav1.PartialObjectMetadata
+		if json.Unmarshal(old.Value(), &prev) == nil {
+			if meta.UID == "" {
+				meta.UID = prev.UID
+			}
+			if meta.CreationTimestamp.IsZero() {
+				meta.CreationTimestamp = prev.CreationTimestamp
+			}
+		}
+	}
+	if meta.UID == "" {
+		meta.UID = uuid.NewUUID()
+	}
+	if meta.CreationTimestamp.IsZero() {
+		meta.CreationTimestamp = metav1.NewTime(c.clock.Now().UTC().Truncate(time.Second))
+	}
 }

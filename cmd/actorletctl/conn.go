@@ -190,6 +190,18 @@ func entries(ctx context.Context, kv jetstream.KeyValue, filter string, watch bo
 	}
 }
 
+// all reads every entry a bucket holds now.
+func (c *cli) all(ctx context.Context, bucket string) ([]jetstream.KeyValueEntry, error) {
+	kv, err := c.bucket(ctx, bucket)
+	if err != nil {
+		return nil, err
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	es, _, err := entries(qctx, kv, ">", false)
+	return es, err
+}
+
 // decodeEntry unmarshals an entry's JSON value into v.
 func decodeEntry(e jetstream.KeyValueEntry, v any) error {
 	if err := json.Unmarshal(e.Value(), v); err != nil {

@@ -222,13 +222,7 @@ func (c *cli) podLine(r podRow, allNS, wide bool) string {
 }
 
 func (c *cli) getNodes(ctx context.Context, output string) error {
-	kv, err := c.bucket(ctx, wire.NodesBucket)
-	if err != nil {
-		return err
-	}
-	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
-	defer cancel()
-	es, _, err := entries(qctx, kv, ">", false)
+	es, err := c.all(ctx, wire.NodesBucket)
 	if err != nil {
 		return err
 	}

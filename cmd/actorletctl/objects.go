@@ -6,16 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
+
+	"github.com/actorlet/actorlet/messages/wire"
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/yaml"
 )
 
@@ -68,25 +67,11 @@ func (c *cli) applyObject(ctx context.Context, o *object, node string) (string, 
 	old, err := kv.Get(qctx, key)
 	switch {
 	case err == nil:
-		var prev metav1.PartialObjectMetadata
-		if json.Unmarshal(old.Value(), &prev) == nil {
-			if meta.UID == "" {
-				meta.UID = prev.UID
-			}
-			if meta.CreationTimestamp.IsZero() {
-				meta.CreationTimestamp = prev.CreationTimestamp
-			}
-		}
 		verb = "configured"
 	case !errors.Is(err, jetstream.ErrKeyNotFound):
 		return "", fmt.Errorf("read %s key %q: %w", bucket, key, err)
 	}
-	if meta.UID == "" {
-		meta.UID = uuid.NewUUID()
-	}
-	if meta.CreationTimestamp.IsZero() {
-		meta.CreationTimestamp = metav1.NewTime(c.clock.Now().UTC().Truncate(time.Second))
-	}
+	c.carryIdentity(meta, old)
 	data, err := json.Marshal(o.value())
 	if err != nil {
 		return "", fmt.Errorf("encode %s: %w", o.kind, err)
@@ -155,13 +140,7 @@ func (c *cli) getObjects(ctx context.Context, kind, namespace, node, output stri
 	if err != nil {
 		return err
 	}
-	kv, err := c.bucket(ctx, bucket)
-	if err != nil {
-		return err
-	}
-	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
-	defer cancel()
-	es, _, err := entries(qctx, kv, ">", false)
+	es, err := c.all(ctx, bucket)
 	if err != nil {
 		return err
 	}
