@@ -113,14 +113,7 @@ func (c *cli) storedEvents(ctx context.Context, cn *conn, filter string) ([]*v1.
 
 // eventFilter is the subject filter of events for a node and namespace.
 func eventFilter(node, ns string) string {
-	n, s := "*", "*"
-	if node != "" {
-		n = wire.EncodeName(node)
-	}
-	if ns != "" {
-		s = wire.EncodeName(ns)
-	}
-	return wire.EventSubjectPrefix + "." + n + "." + s + ".*"
+	return wire.EventSubjectPrefix + "." + statusFilter(ns, node)
 }
 
 func (c *cli) decodeEvent(m jetstream.Msg) *v1.Event {

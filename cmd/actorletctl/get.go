@@ -64,7 +64,8 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	return fmt.Errorf("unknown resource %q: want pods, nodes, configmaps or secrets", what)
 }
 
-// statusFilter is the StatusBucket key filter for a namespace and node.
+// statusFilter is the StatusBucket key filter for a namespace and node
+// ("": any); event subjects end in the same three tokens.
 func statusFilter(namespace, node string) string {
 	n, ns := "*", "*"
 	if node != "" {
