@@ -311,11 +311,9 @@ func (s *Service) listPods(ctx context.Context, req micro.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.timeout(ctx)
-	defer cancel()
-	pods, err := s.node.ListPods(ctx)
+	pods, err := s.nodePods(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return nil, err
 	}
 	sort.Slice(pods, func(i, j int) bool { return podKey(pods[i]) < podKey(pods[j]) })
 	out := wire.ListPodsResponse{Pods: []*v1.Pod{}}
@@ -333,6 +331,17 @@ func (s *Service) listPods(ctx context.Context, req micro.Request) (any, error) 
 		out.Pods = append(out.Pods, fitted)
 	}
 	return out, nil
+}
+
+// nodePods lists the node's pods within the service's timeout.
+func (s *Service) nodePods(ctx context.Context) ([]*v1.Pod, error) {
+	ctx, cancel := s.timeout(ctx)
+	defer cancel()
+	pods, err := s.node.ListPods(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	return pods, nil
 }
 
 // podKey orders pods and marks a page's end: namespace/name.
@@ -372,11 +381,9 @@ func (s *Service) getPod(ctx context.Context, req micro.Request) (any, error) {
 	if err := decodeRef(req, &r, &r.Namespace, &r.Name); err != nil {
 		return nil, err
 	}
-	ctx, cancel := s.timeout(ctx)
-	defer cancel()
-	pods, err := s.node.ListPods(ctx)
+	pods, err := s.nodePods(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return nil, err
 	}
 	for _, p := range pods {
 		if p.Namespace == r.Namespace && p.Name == r.Name {
