@@ -9,37 +9,28 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 func podYAML(name string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  containers:\n  - name: app\n    image: busybox\n", name)
 }
 
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestApply(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
-	single := writeFile(t, dir, "web.yaml", podYAML("web"))
+	single := testutil.WriteFile(t, dir, "web.yaml", podYAML("web"))
 	sub := filepath.Join(dir, "many")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, sub, "a.yaml", podYAML("a")+"---\n"+podYAML("b"))
-	writeFile(t, sub, "c.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"c","namespace":"ops"},"spec":{"containers":[{"name":"app","image":"busybox"}]}}`)
-	writeFile(t, sub, "ignored.txt", "not a manifest")
-	mixed := writeFile(t, dir, "mixed.yaml", podYAML("good1")+"---\n"+
+	testutil.WriteFile(t, sub, "a.yaml", podYAML("a")+"---\n"+podYAML("b"))
+	testutil.WriteFile(t, sub, "c.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"c","namespace":"ops"},"spec":{"containers":[{"name":"app","image":"busybox"}]}}`)
+	testutil.WriteFile(t, sub, "ignored.txt", "not a manifest")
+	mixed := testutil.WriteFile(t, dir, "mixed.yaml", podYAML("good1")+"---\n"+
 		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers:\n  - name: app\n"+"---\n"+podYAML("good2"))
 
 	tests := []struct {
@@ -152,7 +143,7 @@ func TestApplyWait(t *testing.T) {
 			e.put(wire.StatusBucket, wire.StatusKey("n1", "default", "web"), waiting(p.DeepCopy(), "ContainerCreating", 0))
 			return running(p)
 		})
-		file := writeFile(t, dir, "web.yaml", podYAML("web"))
+		file := testutil.WriteFile(t, dir, "web.yaml", podYAML("web"))
 		out, errOut, code := e.run(context.Background(), "", "apply", "-f", file, "--node", "n1", "--wait", "--wait-timeout", "20s")
 		if code != 0 || !strings.Contains(out, "pod/web: Running on n1 - ready") {
 			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
@@ -160,14 +151,14 @@ func TestApplyWait(t *testing.T) {
 	})
 	t.Run("crash loop fails", func(t *testing.T) {
 		go report("crash", func(p *v1.Pod) *v1.Pod { return waiting(p, "CrashLoopBackOff", 3) })
-		file := writeFile(t, dir, "crash.yaml", podYAML("crash"))
+		file := testutil.WriteFile(t, dir, "crash.yaml", podYAML("crash"))
 		out, errOut, code := e.run(context.Background(), "", "apply", "-f", file, "--node", "n1", "--wait", "--wait-timeout", "20s")
 		if code != 1 || !strings.Contains(errOut, "CrashLoopBackOff") {
 			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		_, errOut, code := e.run(context.Background(), "", "apply", "-f", writeFile(t, dir, "slow.yaml", podYAML("slow")), "--node", "n1", "--wait", "--wait-timeout", "300ms")
+		_, errOut, code := e.run(context.Background(), "", "apply", "-f", testutil.WriteFile(t, dir, "slow.yaml", podYAML("slow")), "--node", "n1", "--wait", "--wait-timeout", "300ms")
 		if code != 1 || !strings.Contains(errOut, "timed out waiting for pods to run: slow") {
 			t.Fatalf("exit %d stderr %s", code, errOut)
 		}

@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/test/testutil"
-
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 const node = "Node-1"
@@ -72,13 +71,6 @@ func manifest(name, image string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  containers:\n  - name: c\n    image: %s\n", name, image)
 }
 
-func write(t *testing.T, dir, file, content string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func start(t *testing.T, cfg Config) *Source {
 	t.Helper()
 	s, err := Start(context.Background(), cfg)
@@ -101,13 +93,13 @@ func TestStartSendsSnapshotEvenWhenEmpty(t *testing.T) {
 		t.Fatalf("missing manifest directory was not created: %v", err)
 	}
 	// The created directory is watched.
-	write(t, dir, "web.yaml", manifest("web", "nginx"))
+	testutil.WriteFile(t, dir, "web.yaml", manifest("web", "nginx"))
 	eventually(t, "the new manifest", func() bool { return reflect.DeepEqual(snaps.names(), []string{"web-node-1"}) })
 }
 
 func TestStaticPodIdentity(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "web.yaml", manifest("web", "nginx"))
+	testutil.WriteFile(t, dir, "web.yaml", manifest("web", "nginx"))
 	snaps := &snapshots{}
 	start(t, Config{Dir: dir, NodeName: node, Out: snaps.out})
 	u, _ := snaps.last()
@@ -175,7 +167,7 @@ func TestStaticPodErrors(t *testing.T) {
 
 func TestAddChangeRemoveFiles(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "a.yaml", manifest("a", "nginx"))
+	testutil.WriteFile(t, dir, "a.yaml", manifest("a", "nginx"))
 	snaps := &snapshots{}
 	start(t, Config{Dir: dir, NodeName: node, Out: snaps.out})
 	if got := snaps.names(); !reflect.DeepEqual(got, []string{"a-node-1"}) {
@@ -184,10 +176,10 @@ func TestAddChangeRemoveFiles(t *testing.T) {
 	u, _ := snaps.last()
 	firstUID := u.Pods[0].UID
 
-	write(t, dir, "b.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"containers":[{"name":"c","image":"x"}]}}`)
+	testutil.WriteFile(t, dir, "b.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"containers":[{"name":"c","image":"x"}]}}`)
 	eventually(t, "b added", func() bool { return reflect.DeepEqual(snaps.names(), []string{"a-node-1", "b-node-1"}) })
 
-	write(t, dir, "a.yaml", manifest("a", "redis"))
+	testutil.WriteFile(t, dir, "a.yaml", manifest("a", "redis"))
 	eventually(t, "a changed to a new UID", func() bool {
 		u, _ := snaps.last()
 		for _, p := range u.Pods {
@@ -204,10 +196,10 @@ func TestAddChangeRemoveFiles(t *testing.T) {
 	eventually(t, "b removed", func() bool { return reflect.DeepEqual(snaps.names(), []string{"a-node-1"}) })
 
 	// Editor temp files and dotfiles never show up.
-	write(t, dir, ".hidden.yaml", manifest("hidden", "x"))
-	write(t, dir, "a.yaml.swp", manifest("swap", "x"))
+	testutil.WriteFile(t, dir, ".hidden.yaml", manifest("hidden", "x"))
+	testutil.WriteFile(t, dir, "a.yaml.swp", manifest("swap", "x"))
 	n := snaps.count()
-	write(t, dir, "c.yml", manifest("c", "x"))
+	testutil.WriteFile(t, dir, "c.yml", manifest("c", "x"))
 	eventually(t, "c added", func() bool {
 		return snaps.count() > n && reflect.DeepEqual(snaps.names(), []string{"a-node-1", "c-node-1"})
 	})
@@ -215,8 +207,8 @@ func TestAddChangeRemoveFiles(t *testing.T) {
 
 func TestInvalidFileSkippedOthersDelivered(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "good.yaml", manifest("good", "nginx"))
-	write(t, dir, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  contianers: []\n")
+	testutil.WriteFile(t, dir, "good.yaml", manifest("good", "nginx"))
+	testutil.WriteFile(t, dir, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  contianers: []\n")
 	snaps, ev := &snapshots{}, &testutil.Recorder{}
 	fc := clocktesting.NewFakeClock(time.Now())
 	start(t, Config{Dir: dir, NodeName: node, Out: snaps.out, Recorder: ev, Clock: fc, noWatch: true})
@@ -242,7 +234,7 @@ func TestRescanCatchesWhatTheWatchMissed(t *testing.T) {
 	start(t, Config{Dir: dir, NodeName: node, Out: snaps.out, Clock: fc, Rescan: 20 * time.Second, noWatch: true})
 	// Write via rename, as editors and config management do.
 	tmp := filepath.Join(dir, ".web.yaml.tmp")
-	write(t, dir, ".web.yaml.tmp", manifest("web", "nginx"))
+	testutil.WriteFile(t, dir, ".web.yaml.tmp", manifest("web", "nginx"))
 	if err := os.Rename(tmp, filepath.Join(dir, "web.yaml")); err != nil {
 		t.Fatal(err)
 	}
@@ -281,14 +273,14 @@ func TestConfigErrors(t *testing.T) {
 // manifest beside them is delivered.
 func TestOversizedManifestSkipped(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "good.yaml", manifest("good", "nginx"))
-	write(t, dir, "huge.yaml", manifest("huge", "x")+"  annotations:\n    a: "+strings.Repeat("x", 8<<20)+"\n")
+	testutil.WriteFile(t, dir, "good.yaml", manifest("good", "nginx"))
+	testutil.WriteFile(t, dir, "huge.yaml", manifest("huge", "x")+"  annotations:\n    a: "+strings.Repeat("x", 8<<20)+"\n")
 	var many strings.Builder
 	many.WriteString("apiVersion: v1\nkind: Pod\nmetadata:\n  name: many\nspec:\n  containers:\n")
 	for i := 0; i < 1000; i++ {
 		fmt.Fprintf(&many, "  - name: c%d\n    image: x\n", i)
 	}
-	write(t, dir, "many.yaml", many.String())
+	testutil.WriteFile(t, dir, "many.yaml", many.String())
 	snaps, ev := &snapshots{}, &testutil.Recorder{}
 	start(t, Config{Dir: dir, NodeName: node, Out: snaps.out, Recorder: ev, noWatch: true})
 	if got := snaps.names(); !reflect.DeepEqual(got, []string{"good-node-1"}) {

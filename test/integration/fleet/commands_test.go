@@ -11,13 +11,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // testCommands drives one live agent with every actorletctl command.
 func testCommands(t *testing.T, f *fleet) {
 	n := f.startNode(t, "cmd-n1", map[string]string{"role": "ops"}, func(c *agent.Config) { c.NodeStatusUpdateFrequency = time.Second })
 	const pod = "ops"
-	file := writeManifest(t, t.TempDir(), "ops.yaml", podYAML(pod,
+	file := testutil.WriteFile(t, t.TempDir(), "ops.yaml", podYAML(pod,
 		`echo "boot $(date +%s%N)"; i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 0.2; done`,
 		`    readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}`))
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -29,7 +29,7 @@ func testKeyDeletedDuringGracefulDeletion(t *testing.T, f *fleet) {
 	dir := t.TempDir()
 	script := `trap "echo got-term" TERM; while true; do sleep 1; done`
 	manifest := strings.Replace(podYAML("slowstop", script), "terminationGracePeriodSeconds: 5", "terminationGracePeriodSeconds: 9223372037", 1)
-	file := writeManifest(t, dir, "slowstop.yaml", manifest)
+	file := testutil.WriteFile(t, dir, "slowstop.yaml", manifest)
 	f.mustCtl(t, "apply", "-f", file, "--node", n.name, "--wait", "--wait-timeout", "40s")
 
 	out := f.mustCtl(t, "delete", "pod", "slowstop", "--node", n.name)

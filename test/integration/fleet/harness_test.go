@@ -6,16 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/test/testutil"
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
@@ -26,7 +22,9 @@ import (
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testenv"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // waitFor is how long a test waits for an outcome that normally takes a
@@ -297,16 +295,6 @@ func (f *fleet) hasKey(t *testing.T, key string) bool {
 	}
 	t.Fatalf("read %s: %v", key, err)
 	return false
-}
-
-// writeManifest writes a pod manifest into dir and returns its path.
-func writeManifest(t *testing.T, dir, file, manifest string) string {
-	t.Helper()
-	p := filepath.Join(dir, file)
-	if err := os.WriteFile(p, []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // podYAML is a one-container pod running a shell script on the host.

@@ -16,6 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/actorlet/actorlet/test/cliproc"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // echoServerEnv makes the test binary, run as a pod's command, serve TCP on
@@ -95,7 +96,7 @@ spec:
     env: [{name: %s, value: "127.0.0.1:%d"}]
     ports: [{containerPort: %d}]
 `, self, echoServerEnv, echoPort, echoPort)
-	f.mustCtl(t, "apply", "-f", writeManifest(t, dir, "plain.yaml", plain), "--node", n.name, "--wait", "--wait-timeout", "40s")
+	f.mustCtl(t, "apply", "-f", testutil.WriteFile(t, dir, "plain.yaml", plain), "--node", n.name, "--wait", "--wait-timeout", "40s")
 	// The process runtime serves CRI streaming (and tty/stdin containers)
 	// from the branch that adds them (issue 11, item 2); until then the
 	// node answers 501.
@@ -105,7 +106,7 @@ spec:
 	consoles := podYAML("int-tty", `exec sh`, "    stdin: true\n    tty: true") + "\n---\n" +
 		podYAML("int-attach", `echo attached-ready; while read l; do echo "echo:$l"; done; echo bye; sleep 3600`,
 			"    stdin: true\n    stdinOnce: true") + "\n"
-	f.mustCtl(t, "apply", "-f", writeManifest(t, dir, "consoles.yaml", consoles), "--node", n.name, "--wait", "--wait-timeout", "40s")
+	f.mustCtl(t, "apply", "-f", testutil.WriteFile(t, dir, "consoles.yaml", consoles), "--node", n.name, "--wait", "--wait-timeout", "40s")
 
 	t.Run("exec -it on a pty", func(t *testing.T) { cliproc.Shell(t, f.startCtl, "int-shell") })
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // testPodLifecycleFields runs, through a live agent, a pod that outlives
@@ -17,10 +19,10 @@ import (
 func testPodLifecycleFields(t *testing.T, f *fleet) {
 	n := f.startNode(t, "life-n1", map[string]string{"role": "life"}, nil)
 	dir := t.TempDir()
-	deadline := writeManifest(t, dir, "deadline.yaml", podYAML("deadline", "exec sleep 300", "  activeDeadlineSeconds: 2"))
-	failing := writeManifest(t, dir, "failing.yaml", podYAML("failing", "echo loading; echo 'fatal: no such table'; exit 2",
+	deadline := testutil.WriteFile(t, dir, "deadline.yaml", podYAML("deadline", "exec sleep 300", "  activeDeadlineSeconds: 2"))
+	failing := testutil.WriteFile(t, dir, "failing.yaml", podYAML("failing", "echo loading; echo 'fatal: no such table'; exit 2",
 		"    terminationMessagePolicy: FallbackToLogsOnError", "  restartPolicy: Never"))
-	info := writeManifest(t, dir, "info.yaml", `apiVersion: v1
+	info := testutil.WriteFile(t, dir, "info.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: info
@@ -68,7 +70,7 @@ spec:
 // which keeps running, and its output is read with logs -c.
 func testDebug(t *testing.T, f *fleet) {
 	n := f.startNode(t, "dbg-n1", map[string]string{"role": "debug"}, nil)
-	file := writeManifest(t, t.TempDir(), "app.yaml", podYAML("app", "exec sleep 300"))
+	file := testutil.WriteFile(t, t.TempDir(), "app.yaml", podYAML("app", "exec sleep 300"))
 	f.mustCtl(t, "apply", "-f", file, "--node", n.name)
 	p := f.waitRunning(t, n.name, "default", "app")
 	appID := containerID(t, p, "app")

@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/klog/v2"
 
-	"k8s.io/apimachinery/pkg/util/rand"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // leakWatch scans everything klog writes (from every agent in this test
@@ -72,7 +73,7 @@ func testObjects(t *testing.T, f *fleet) {
 	n := f.startNode(t, "obj-n1", map[string]string{"role": "objects"}, nil)
 	dir := t.TempDir()
 	envOut := filepath.Join(dir, "env")
-	file := writeManifest(t, dir, "web.yaml", fmt.Sprintf(`apiVersion: v1
+	file := testutil.WriteFile(t, dir, "web.yaml", fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata:
   name: web-config
@@ -140,7 +141,7 @@ stringData:
 
 	// Update the ConfigMap: the file changes within a sync, the pod is not
 	// restarted (env keeps the old value).
-	upd := writeManifest(t, dir, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {greeting: bonjour, app.properties: \"color=green\\n\"}\n")
+	upd := testutil.WriteFile(t, dir, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config}\ndata: {greeting: bonjour, app.properties: \"color=green\\n\"}\n")
 	start := time.Now()
 	if out := f.mustCtl(t, "apply", "-f", upd, "--node", n.name); !strings.Contains(out, "configmap/web-config configured") {
 		t.Errorf("apply update: %s", out)

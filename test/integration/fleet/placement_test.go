@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // testPlacement: a fleet pod with required node affinity follows a live
@@ -21,7 +22,7 @@ func testPlacement(t *testing.T, f *fleet) {
 		c.RegisterWithTaints = []v1.Taint{{Key: "dedicated", Value: "ml", Effect: v1.TaintEffectNoSchedule}}
 	})
 	dir := t.TempDir()
-	file := writeManifest(t, dir, "zoned.yaml", podYAML("zoned", "exec sleep 300", `  affinity:
+	file := testutil.WriteFile(t, dir, "zoned.yaml", podYAML("zoned", "exec sleep 300", `  affinity:
     nodeAffinity:
       requiredDuringSchedulingIgnoredDuringExecution:
         nodeSelectorTerms:
@@ -46,8 +47,8 @@ func testPlacement(t *testing.T, f *fleet) {
 	f.waitGone(t, n.name, "default", "zoned")
 	f.mustCtl(t, "taint", "node", n.name, "maint-")
 
-	plain := writeManifest(t, dir, "plain.yaml", podYAML("plain", "exec sleep 300"))
-	tolerant := writeManifest(t, dir, "tolerant.yaml", podYAML("tolerant", "exec sleep 300", `  tolerations:
+	plain := testutil.WriteFile(t, dir, "plain.yaml", podYAML("plain", "exec sleep 300"))
+	tolerant := testutil.WriteFile(t, dir, "tolerant.yaml", podYAML("tolerant", "exec sleep 300", `  tolerations:
   - {key: dedicated, operator: Equal, value: ml, effect: NoSchedule}`))
 	f.mustCtl(t, "apply", "-f", plain, "--selector", "role=aff-tainted")
 	f.mustCtl(t, "apply", "-f", tolerant, "--selector", "role=aff-tainted")

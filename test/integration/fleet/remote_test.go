@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // testRemoteLifecycle: apply --wait runs a pod; a changed env replaces its
@@ -18,7 +19,7 @@ func testRemoteLifecycle(t *testing.T, f *fleet) {
 	n := f.startNode(t, "lc-n1", nil, nil)
 	dir := t.TempDir()
 	script := `trap "" TERM; echo "greeting=$GREETING"; while true; do sleep 1; done`
-	file := writeManifest(t, dir, "web.yaml", podYAML("web", script, `    env: [{name: GREETING, value: one}]`))
+	file := testutil.WriteFile(t, dir, "web.yaml", podYAML("web", script, `    env: [{name: GREETING, value: one}]`))
 
 	out := f.mustCtl(t, "apply", "-f", file, "--node", n.name, "--wait", "--wait-timeout", "40s")
 	if !strings.Contains(out, "pod/web created") {
@@ -34,7 +35,7 @@ func testRemoteLifecycle(t *testing.T, f *fleet) {
 	}
 
 	// Update: a changed env is a changed spec: the container is replaced.
-	writeManifest(t, dir, "web.yaml", podYAML("web", script, `    env: [{name: GREETING, value: two}]`))
+	testutil.WriteFile(t, dir, "web.yaml", podYAML("web", script, `    env: [{name: GREETING, value: two}]`))
 	out = f.mustCtl(t, "apply", "-f", file, "--node", n.name)
 	if !strings.Contains(out, "pod/web configured") {
 		t.Errorf("re-apply output = %q, want pod/web configured", out)
@@ -86,7 +87,7 @@ func testRemoteLifecycle(t *testing.T, f *fleet) {
 	}
 
 	// Immediate remove.
-	file = writeManifest(t, dir, "quick.yaml", podYAML("quick", "while true; do sleep 1; done"))
+	file = testutil.WriteFile(t, dir, "quick.yaml", podYAML("quick", "while true; do sleep 1; done"))
 	f.mustCtl(t, "apply", "-f", file, "--node", n.name, "--wait", "--wait-timeout", "40s")
 	out = f.mustCtl(t, "delete", "pod", "quick", "--now", "--node", n.name)
 	if !strings.Contains(out, "immediately") {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // testNodeOffline: a pod written for a node no agent runs yet starts when
@@ -39,7 +40,7 @@ func testAgentRestart(t *testing.T, f *fleet) {
 	n := f.startNode(t, "rs-n1", nil, nil)
 	dir := t.TempDir()
 	for _, name := range []string{"keep", "drop"} {
-		file := writeManifest(t, dir, name+".yaml", podYAML(name, "while true; do sleep 1; done"))
+		file := testutil.WriteFile(t, dir, name+".yaml", podYAML(name, "while true; do sleep 1; done"))
 		f.mustCtl(t, "apply", "-f", file, "--node", n.name)
 	}
 	keep := f.waitRunning(t, n.name, "default", "keep")
@@ -48,7 +49,7 @@ func testAgentRestart(t *testing.T, f *fleet) {
 	keepSandboxes := n.sandboxes("default", "keep")
 
 	n.stop()
-	file := writeManifest(t, dir, "added.yaml", podYAML("added", "while true; do sleep 1; done"))
+	file := testutil.WriteFile(t, dir, "added.yaml", podYAML("added", "while true; do sleep 1; done"))
 	if out := f.mustCtl(t, "apply", "-f", file, "--node", n.name); !strings.Contains(out, "pod/added created") {
 		t.Errorf("apply while the node is down: %q", out)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // testFleetSelector: a fleet pod applied with --selector zone=a runs on
@@ -12,7 +14,7 @@ func testFleetSelector(t *testing.T, f *fleet) {
 	a1 := f.startNode(t, "sel-a1", map[string]string{"zone": "a"}, nil)
 	a2 := f.startNode(t, "sel-a2", map[string]string{"zone": "a"}, nil)
 	b1 := f.startNode(t, "sel-b1", map[string]string{"zone": "b"}, nil)
-	file := writeManifest(t, t.TempDir(), "zonal.yaml", podYAML("zonal", "while true; do sleep 1; done"))
+	file := testutil.WriteFile(t, t.TempDir(), "zonal.yaml", podYAML("zonal", "while true; do sleep 1; done"))
 	t.Cleanup(func() { f.ctl(t, "delete", "pod", "zonal", "--selector", "--now") })
 
 	out := f.mustCtl(t, "apply", "-f", file, "--selector", "zone=a", "--wait", "--wait-timeout", "40s")

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // testStaticPods: a manifest file in --pod-manifest-path runs as pod
@@ -17,7 +18,7 @@ func testStaticPods(t *testing.T, f *fleet) {
 	manifests := t.TempDir()
 	n := f.startNode(t, "st-n1", nil, func(c *agent.Config) { c.PodManifestPath = manifests })
 	const podName = "sidecar-st-n1"
-	file := writeManifest(t, manifests, "sidecar.yaml", podYAML("sidecar", "while true; do sleep 1; done",
+	file := testutil.WriteFile(t, manifests, "sidecar.yaml", podYAML("sidecar", "while true; do sleep 1; done",
 		`    env: [{name: VERSION, value: "1"}]`))
 
 	first := f.waitRunning(t, n.name, "default", podName)
@@ -28,7 +29,7 @@ func testStaticPods(t *testing.T, f *fleet) {
 		t.Errorf("get pods does not list %s Running:\n%s", podName, table)
 	}
 
-	writeManifest(t, manifests, "sidecar.yaml", podYAML("sidecar", "while true; do sleep 1; done",
+	testutil.WriteFile(t, manifests, "sidecar.yaml", podYAML("sidecar", "while true; do sleep 1; done",
 		`    env: [{name: VERSION, value: "2"}]`))
 	firstID := containerID(t, first, "app")
 	second := f.waitPod(t, n.name, "default", podName, "replaced", func(p *v1.Pod) bool {

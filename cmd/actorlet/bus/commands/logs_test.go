@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
-
-	v1 "k8s.io/api/core/v1"
 )
 
 func TestParseCRILogLine(t *testing.T) {
@@ -67,24 +67,12 @@ broken line is skipped
 2024-01-02T03:04:05Z stdout F four
 `
 
-func writeLog(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func TestLogs(t *testing.T) {
 	nc := runNATS(t)
 	dir := t.TempDir()
 	fake := &fakeNode{logs: map[string]string{
-		"default/web/app":          writeLog(t, dir, "app/1.log", sampleLog),
-		"default/web/app/previous": writeLog(t, dir, "app/0.log", "2024-01-01T00:00:00Z stdout F old instance\n"),
+		"default/web/app":          testutil.WriteFile(t, dir, "app/1.log", sampleLog),
+		"default/web/app/previous": testutil.WriteFile(t, dir, "app/0.log", "2024-01-01T00:00:00Z stdout F old instance\n"),
 		"default/web/":             filepath.Join(dir, "app/1.log"),
 	}}
 	fake.setPods(testPod("default", "web", "u1", "app"))
@@ -147,7 +135,7 @@ func appendLog(t *testing.T, path, content string) {
 func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
 	nc := runNATS(t)
 	dir := t.TempDir()
-	path := writeLog(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
+	path := testutil.WriteFile(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
 	fake := &fakeNode{logs: map[string]string{"default/web/app": path, "default/web/": path}}
 	fake.setPods(testPod("default", "web", "u1", "app"))
 	ended := make(chan string, 1)
@@ -193,7 +181,7 @@ func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
 func TestLogsFollowStopsWhenClientGoesAway(t *testing.T) {
 	nc := runNATS(t)
 	dir := t.TempDir()
-	path := writeLog(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
+	path := testutil.WriteFile(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
 	fake := &fakeNode{logs: map[string]string{"default/web/app": path, "default/web/": path}}
 	fake.setPods(testPod("default", "web", "u1", "app"))
 	ended := make(chan string, 1)
@@ -244,7 +232,7 @@ func TestLogsTailOfABigRotatedLog(t *testing.T) {
 	nc := runNATS(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app", "0.log")
-	writeLog(t, dir, "app/0.log.20260101-000001", "2024-01-02T03:04:00Z stdout F rotated-1\n2024-01-02T03:04:00Z stdout F rotated-2\n")
+	testutil.WriteFile(t, dir, "app/0.log.20260101-000001", "2024-01-02T03:04:00Z stdout F rotated-1\n2024-01-02T03:04:00Z stdout F rotated-2\n")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -291,8 +279,8 @@ func TestLogsTailOfABigRotatedLog(t *testing.T) {
 	}
 
 	// Streamed to an inbox, across the rotated file (a small log).
-	small := writeLog(t, dir, "db/0.log", "2024-01-02T03:04:01Z stdout F current-1\n2024-01-02T03:04:02Z stdout F current-2\n")
-	writeLog(t, dir, "db/0.log.20260101-000001", "2024-01-02T03:04:00Z stdout F rotated-1\n2024-01-02T03:04:00Z stdout F rotated-2\n")
+	small := testutil.WriteFile(t, dir, "db/0.log", "2024-01-02T03:04:01Z stdout F current-1\n2024-01-02T03:04:02Z stdout F current-2\n")
+	testutil.WriteFile(t, dir, "db/0.log.20260101-000001", "2024-01-02T03:04:00Z stdout F rotated-1\n2024-01-02T03:04:00Z stdout F rotated-2\n")
 	fake.mu.Lock()
 	fake.logs["default/web/db"] = small
 	fake.mu.Unlock()
