@@ -223,22 +223,10 @@ func TestOperatorSessionThroughCRIClient(t *testing.T) {
 	})
 
 	// port-forward to a server in the pod (the host's loopback: pods share it)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, "listen", err)
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, "hello through port-forward\n")
-			c.Close()
-		}
-	}()
-	pfResp, err := rs.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: sb, Port: []int32{int32(l.Addr().(*net.TCPAddr).Port)}})
+	port := testutil.ServeTCP(t, func(c net.Conn) { _, _ = io.WriteString(c, "hello through port-forward\n") })
+	pfResp, err := rs.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: sb, Port: []int32{int32(port)}})
 	must(t, "PortForward", err)
-	local := cristream.PortForward(t, pfResp.Url, l.Addr().(*net.TCPAddr).Port)
+	local := cristream.PortForward(t, pfResp.Url, port)
 	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
 	must(t, "dial forwarded port", err)
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))

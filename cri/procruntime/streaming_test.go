@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/test/cristream"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func TestStreamingExec(t *testing.T) {
@@ -151,21 +152,7 @@ func TestStreamingPortForward(t *testing.T) {
 	rs := e.rawRuntime()
 
 	// A server "in the pod" (the host's loopback, as the pod shares it).
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); _, _ = io.Copy(c, io.TeeReader(c, io.Discard)) }()
-		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
+	port := testutil.ServeTCP(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
 
 	resp, err := rs.PortForward(ctx(t), &runtimeapi.PortForwardRequest{PodSandboxId: sb, Port: []int32{int32(port)}})
 	if err != nil {

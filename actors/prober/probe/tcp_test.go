@@ -2,31 +2,18 @@ package probe
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func TestTCPSocket(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
-	open := l.Addr().(*net.TCPAddr).Port
+	open := testutil.ServeTCP(t, nil)
 	closed := freePort(t)
 	container := &v1.Container{Ports: []v1.ContainerPort{{Name: "svc", ContainerPort: int32(open)}}}
 

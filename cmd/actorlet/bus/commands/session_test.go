@@ -112,25 +112,10 @@ func TestSessionAttach(t *testing.T) {
 
 func TestSessionPortForward(t *testing.T) {
 	e := newSessionEnv(t, SessionOptions{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				line, _ := bufio.NewReader(c).ReadString('\n')
-				_, _ = c.Write([]byte(strings.ToUpper(line)))
-			}()
-		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
+	port := testutil.ServeTCP(t, func(c net.Conn) {
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		_, _ = c.Write([]byte(strings.ToUpper(line)))
+	})
 	for i := range 3 { // one session per connection, as the CLI does
 		s := e.open(t, wire.VerbStreamPortForward, wire.SessionRequest{Port: int32(port)})
 		var out testutil.SyncBuffer
