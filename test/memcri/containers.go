@@ -37,9 +37,9 @@ func (r *Runtime) StartContainer(_ context.Context, id string) error {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.containers[id]
-	if c == nil {
-		return notFound("container", id)
+	c, err := r.container(id)
+	if err != nil {
+		return err
 	}
 	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
 		return status.Errorf(codes.FailedPrecondition, "container %q is %s, not created", id, c.state)
@@ -52,14 +52,22 @@ func (r *Runtime) StopContainer(_ context.Context, id string, _ int64) error {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.containers[id]
-	if c == nil {
-		return notFound("container", id)
+	c, err := r.container(id)
+	if err != nil {
+		return err
 	}
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 		r.exit(c, 137, time.Now().UnixNano())
 	}
 	return nil
+}
+
+// container returns the container id, or NotFound; r.mu is held.
+func (r *Runtime) container(id string) (*memContainer, error) {
+	if c := r.containers[id]; c != nil {
+		return c, nil
+	}
+	return nil, notFound("container", id)
 }
 
 // exit marks c exited; r.mu is held.
@@ -95,17 +103,7 @@ func (r *Runtime) ListContainers(_ context.Context, f *runtimeapi.ContainerFilte
 		out = append(out, &runtimeapi.Container{Id: id, PodSandboxId: c.sandboxID, Metadata: c.meta, Image: c.image,
 			ImageRef: c.image.GetImage(), State: c.state, CreatedAt: c.createdAt, Labels: c.labels, Annotations: c.annots})
 	}
-	if uid, ok := f.GetLabelSelector()[kuberuntime.LabelPodUID]; ok {
-		if ix := r.byPod[uid]; ix != nil {
-			for _, id := range ix.containers {
-				add(id, r.containers[id])
-			}
-		}
-		return out, nil
-	}
-	for id, c := range r.containers {
-		add(id, c)
-	}
+	each(r, f.GetLabelSelector(), r.containers, func(ix *memPodIndex) []string { return ix.containers }, add)
 	return out, nil
 }
 
@@ -113,9 +111,9 @@ func (r *Runtime) ContainerStatus(_ context.Context, id string, _ bool) (*runtim
 	r.calls.Add(1)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	c := r.containers[id]
-	if c == nil {
-		return nil, notFound("container", id)
+	c, err := r.container(id)
+	if err != nil {
+		return nil, err
 	}
 	st := &runtimeapi.ContainerStatus{Id: id, Metadata: c.meta, State: c.state, CreatedAt: c.createdAt,
 		StartedAt: c.startedAt, FinishedAt: c.finishedAt, ExitCode: c.exitCode, Image: c.image,

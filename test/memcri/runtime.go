@@ -203,18 +203,25 @@ func (r *Runtime) ListPodSandbox(_ context.Context, f *runtimeapi.PodSandboxFilt
 		}
 		out = append(out, &runtimeapi.PodSandbox{Id: id, Metadata: s.meta, State: s.state, CreatedAt: s.createdAt, Labels: s.labels, Annotations: s.annots})
 	}
-	if uid, ok := f.GetLabelSelector()[kuberuntime.LabelPodUID]; ok {
+	each(r, f.GetLabelSelector(), r.sandboxes, func(ix *memPodIndex) []string { return ix.sandboxes }, add)
+	return out, nil
+}
+
+// each calls add for the records of m a list with label selector sel may
+// return: with a pod UID in sel, only that pod's (from the index, ids
+// picks which of its lists), else all of them. r.mu is held.
+func each[T any](r *Runtime, sel map[string]string, m map[string]*T, ids func(*memPodIndex) []string, add func(string, *T)) {
+	if uid, ok := sel[kuberuntime.LabelPodUID]; ok {
 		if ix := r.byPod[uid]; ix != nil {
-			for _, id := range ix.sandboxes {
-				add(id, r.sandboxes[id])
+			for _, id := range ids(ix) {
+				add(id, m[id])
 			}
 		}
-		return out, nil
+		return
 	}
-	for id, s := range r.sandboxes {
-		add(id, s)
+	for id, v := range m {
+		add(id, v)
 	}
-	return out, nil
 }
 
 func matches(labels, sel map[string]string) bool {
