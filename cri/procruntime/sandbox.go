@@ -145,16 +145,21 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: s.rec.ID}, nil
 }
 
+// sandboxWithContainers looks a sandbox up with the IDs of its containers.
+func (r *Runtime) sandboxWithContainers(id string) (*sandbox, []string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, err := lookup(r.sandboxes, "sandbox", id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, r.sandboxContainerIDsLocked(s.rec.ID), nil
+}
+
 // StopPodSandbox kills all the sandbox's containers and marks it NOTREADY.
 // Stopping a stopped or unknown sandbox is fine (CRI: idempotent).
 func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
-	r.mu.Lock()
-	s, err := lookup(r.sandboxes, "sandbox", req.GetPodSandboxId())
-	var ids []string
-	if err == nil {
-		ids = r.sandboxContainerIDsLocked(s.rec.ID)
-	}
-	r.mu.Unlock()
+	s, ids, err := r.sandboxWithContainers(req.GetPodSandboxId())
 	if status.Code(err) == codes.NotFound {
 		return &runtimeapi.StopPodSandboxResponse{}, nil
 	}
@@ -185,13 +190,7 @@ func (r *Runtime) StopPodSandbox(ctx context.Context, req *runtimeapi.StopPodSan
 // sandbox's records; the log directory stays. Removing an unknown sandbox
 // is fine.
 func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
-	r.mu.Lock()
-	s, err := lookup(r.sandboxes, "sandbox", req.GetPodSandboxId())
-	var ids []string
-	if err == nil {
-		ids = r.sandboxContainerIDsLocked(s.rec.ID)
-	}
-	r.mu.Unlock()
+	s, ids, err := r.sandboxWithContainers(req.GetPodSandboxId())
 	if status.Code(err) == codes.NotFound {
 		return &runtimeapi.RemovePodSandboxResponse{}, nil
 	}
