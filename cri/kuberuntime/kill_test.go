@@ -121,13 +121,7 @@ func TestKillPodHonoursCancellation(t *testing.T) {
 	e := newEnv(t)
 	pod := newPod("web", "app")
 	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 600}}}
-	if err := e.sync(t, pod, nil).Error(); err != nil {
-		t.Fatal(err)
-	}
-	pods, _ := e.m.GetPods(context.Background(), false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.m.KillPod(ctx, pod, pods[0], nil) }()
+	cancel, done := e.startKill(t, pod)
 	cancel()
 	select {
 	case err := <-done:
@@ -220,13 +214,7 @@ func TestKillPodHugePreStopAndGraceDoNotOverflow(t *testing.T) {
 	pod := newPod("web", "app")
 	pod.Spec.TerminationGracePeriodSeconds = i64(math.MaxInt64)
 	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 9223372037}}}
-	if err := e.sync(t, pod, nil).Error(); err != nil {
-		t.Fatal(err)
-	}
-	pods, _ := e.m.GetPods(context.Background(), false)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.m.KillPod(ctx, pod, pods[0], nil) }()
+	cancel, done := e.startKill(t, pod)
 	testutil.Until(t, 5*time.Second, "the preStop hook and its grace timer waiting", func() bool { return e.clock.Waiters() >= 2 })
 	e.clock.Step(time.Hour)
 	select {
@@ -241,4 +229,18 @@ func TestKillPodHugePreStopAndGraceDoNotOverflow(t *testing.T) {
 	if n := e.rt.count("StopContainer"); n != 0 {
 		t.Errorf("StopContainer called %d times during the preStop hook, want 0", n)
 	}
+}
+
+// startKill runs pod, then kills it in the background with a context
+// cancel cancels; done delivers KillPod's result.
+func (e *env) startKill(t *testing.T, pod *v1.Pod) (cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	pods, _ := e.m.GetPods(context.Background(), false)
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() { result <- e.m.KillPod(ctx, pod, pods[0], nil) }()
+	return cancel, result
 }

@@ -320,6 +320,23 @@ func TestSyncPodInitFailureWithNeverFailsPod(t *testing.T) {
 	}
 }
 
+// restartedOnce runs pod, whose container "app" then dies and is restarted
+// at once (a first restart has no back-off); it returns the second
+// instance, running.
+func (e *env) restartedOnce(t *testing.T, pod *v1.Pod) *cri.ContainerStatus {
+	t.Helper()
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.status(t, pod)
+	e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 1, e.clock.Now())
+	if err := e.sync(t, pod, nil).Error(); err != nil {
+		t.Fatalf("first restart: %v", err)
+	}
+	st, _ = e.status(t, pod)
+	return st.FindContainerStatusByName("app")
+}
+
 // A stale status (PLEG has not seen the exit yet) shows the previous
 // instance as not exited: the start path asks the runtime, and a container
 // that just died again waits out its back-off instead of being restarted at
@@ -327,16 +344,7 @@ func TestSyncPodInitFailureWithNeverFailsPod(t *testing.T) {
 func TestStaleStatusDoesNotBypassCrashLoopBackOff(t *testing.T) {
 	e := newEnv(t)
 	pod := newPod("web", "app")
-	if err := e.sync(t, pod, nil).Error(); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := e.status(t, pod)
-	e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 1, e.clock.Now())
-	if err := e.sync(t, pod, nil).Error(); err != nil { // first restart: at once
-		t.Fatalf("first restart: %v", err)
-	}
-	st, _ = e.status(t, pod)
-	second := st.FindContainerStatusByName("app")
+	second := e.restartedOnce(t, pod)
 	e.rt.exitContainer(t, second.ID, 1, e.clock.Now())
 
 	// The status the sync gets still shows the second instance as created.
@@ -361,17 +369,9 @@ func TestStaleStatusDoesNotBypassCrashLoopBackOff(t *testing.T) {
 func TestCrashLoopBackOffErrorCarriesItsEnd(t *testing.T) {
 	e := newEnv(t)
 	pod := newPod("web", "app")
-	if err := e.sync(t, pod, nil).Error(); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := e.status(t, pod)
-	e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 1, e.clock.Now())
-	if err := e.sync(t, pod, nil).Error(); err != nil { // first restart: at once
-		t.Fatalf("first restart: %v", err)
-	}
-	st, _ = e.status(t, pod)
+	second := e.restartedOnce(t, pod)
 	finished := e.clock.Now()
-	e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 1, finished)
+	e.rt.exitContainer(t, second.ID, 1, finished)
 	err := e.sync(t, pod, nil).Error()
 	if !errors.Is(err, ErrCrashLoopBackOff) {
 		t.Fatalf("error = %v, want CrashLoopBackOff", err)
