@@ -8,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/actors/actorutil/actortest"
-	"github.com/actorlet/actorlet/test/testutil"
-
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
 
+	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // eventually polls cond until it holds or the timeout passes.

@@ -8,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/actors/actorutil/actortest"
-	"github.com/actorlet/actorlet/test/testutil"
-
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // exitErr mimics cri.ExitError: the command ran and exited non-zero.

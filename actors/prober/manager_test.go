@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 func kindsOf(states []messages.ProbeState) string {

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 func TestLivenessFailureThresholdAndHoldUntilNewContainer(t *testing.T) {

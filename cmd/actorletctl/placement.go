@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/actorlet/actorlet/messages/wire"
-
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // wellKnown labels are the node's own; label node does not send them.

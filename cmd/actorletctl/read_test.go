@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/test/testutil"
-
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
+
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func TestDelete(t *testing.T) {

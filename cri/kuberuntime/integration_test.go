@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/test/testutil"
-
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // procEnv is a manager talking real gRPC to the embedded process runtime on

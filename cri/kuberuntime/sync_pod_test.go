@@ -3,7 +3,6 @@ package kuberuntime
 import (
 	"context"
 	"errors"
-	"github.com/actorlet/actorlet/cri"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/cri"
 )
 
 func TestSyncPodStartsFreshPod(t *testing.T) {

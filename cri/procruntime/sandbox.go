@@ -2,7 +2,6 @@ package procruntime
 
 import (
 	"context"
-
 	"fmt"
 	"os"
 	"path/filepath"

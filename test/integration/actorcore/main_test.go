@@ -4,9 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/actorlet/actorlet/test/testutil"
-
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // TestMain runs container shims (the process runtime re-executes this test
