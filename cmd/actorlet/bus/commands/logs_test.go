@@ -132,12 +132,18 @@ func appendLog(t *testing.T, path, content string) {
 	}
 }
 
+// followedNode is a node with one pod, default/web, whose container app
+// has logged one line ("first") to path.
+func followedNode(t *testing.T) (path string, fake *fakeNode) {
+	path = testutil.WriteFile(t, t.TempDir(), "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
+	fake = &fakeNode{logs: map[string]string{"default/web/app": path, "default/web/": path}}
+	fake.setPods(testPod("default", "web", "u1", "app"))
+	return path, fake
+}
+
 func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
 	nc := runNATS(t)
-	dir := t.TempDir()
-	path := testutil.WriteFile(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
-	fake := &fakeNode{logs: map[string]string{"default/web/app": path, "default/web/": path}}
-	fake.setPods(testPod("default", "web", "u1", "app"))
+	path, fake := followedNode(t)
 	ended := make(chan string, 1)
 	startService(t, nc, fake, ServiceOptions{FollowPoll: 20 * time.Millisecond, followEnded: func(r string) { ended <- r }})
 	c := &wire.Client{NC: nc, Timeout: 5 * time.Second}
@@ -180,10 +186,7 @@ func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
 
 func TestLogsFollowStopsWhenClientGoesAway(t *testing.T) {
 	nc := runNATS(t)
-	dir := t.TempDir()
-	path := testutil.WriteFile(t, dir, "app/0.log", "2024-01-02T03:04:01Z stdout F first\n")
-	fake := &fakeNode{logs: map[string]string{"default/web/app": path, "default/web/": path}}
-	fake.setPods(testPod("default", "web", "u1", "app"))
+	_, fake := followedNode(t)
 	ended := make(chan string, 1)
 	startService(t, nc, fake, ServiceOptions{
 		FollowPoll:      20 * time.Millisecond,
