@@ -267,15 +267,10 @@ func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, 
 	}
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	verb := "created"
-	old, err := kv.Get(qctx, key)
-	switch {
-	case err == nil:
-		verb = "configured"
-	case !errors.Is(err, jetstream.ErrKeyNotFound):
-		return applied{}, "", unavailable(fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err), false)
+	old, verb, err := c.previous(qctx, kv, key, &pod.ObjectMeta)
+	if err != nil {
+		return applied{}, "", unavailable(err, false)
 	}
-	c.carryIdentity(&pod.ObjectMeta, old)
 	data, err := json.Marshal(pod)
 	if err != nil {
 		return applied{}, "", fmt.Errorf("encode pod: %w", err)
@@ -289,10 +284,20 @@ func (c *cli) applyOne(ctx context.Context, kv jetstream.KeyValue, pod *v1.Pod, 
 	return applied{pod: pod, node: node}, verb, nil
 }
 
-// carryIdentity gives an applied object the UID and creation time of the
-// one stored before it (old; nil: none), as the API server keeps them on
-// an update, and fresh ones where there is none to keep.
-func (c *cli) carryIdentity(meta *metav1.ObjectMeta, old jetstream.KeyValueEntry) {
+// previous reads what key holds (old; nil: nothing) before an object is
+// applied there and says whether applying creates or configures it. The
+// object keeps the UID and creation time of the one stored before it, as
+// the API server keeps them on an update, and gets fresh ones where there
+// is none to keep.
+func (c *cli) previous(ctx context.Context, kv jetstream.KeyValue, key string, meta *metav1.ObjectMeta) (old jetstream.KeyValueEntry, verb string, err error) {
+	old, err = kv.Get(ctx, key)
+	verb = "configured"
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		old, verb = nil, "created"
+	case err != nil:
+		return nil, "", fmt.Errorf("read %s key %q: %w", kv.Bucket(), key, err)
+	}
 	if old != nil {
 		var prev metav1.PartialObjectMetadata
 		if json.Unmarshal(old.Value(), &prev) == nil {
@@ -310,4 +315,5 @@ func (c *cli) carryIdentity(meta *metav1.ObjectMeta, old jetstream.KeyValueEntry
 	if meta.CreationTimestamp.IsZero() {
 		meta.CreationTimestamp = metav1.NewTime(c.clock.Now().UTC().Truncate(time.Second))
 	}
+	return old, verb, nil
 }

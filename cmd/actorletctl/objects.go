@@ -63,15 +63,10 @@ func (c *cli) applyObject(ctx context.Context, o *object, node string) (string, 
 	key := objectKey(node, meta.Namespace, meta.Name)
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	verb := "created"
-	old, err := kv.Get(qctx, key)
-	switch {
-	case err == nil:
-		verb = "configured"
-	case !errors.Is(err, jetstream.ErrKeyNotFound):
-		return "", fmt.Errorf("read %s key %q: %w", bucket, key, err)
+	old, verb, err := c.previous(qctx, kv, key, meta)
+	if err != nil {
+		return "", err
 	}
-	c.carryIdentity(meta, old)
 	data, err := json.Marshal(o.value())
 	if err != nil {
 		return "", fmt.Errorf("encode %s: %w", o.kind, err)
