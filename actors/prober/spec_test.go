@@ -1,12 +1,13 @@
 package prober
 
 import (
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func TestNewProbeSpec(t *testing.T) {
@@ -37,14 +38,8 @@ func TestNewProbeSpec(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := newProbeSpec(tt.kind, tt.probe)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
 			}
 			if got.period != tt.want.period || got.timeout != tt.want.timeout || got.initialDelay != tt.want.initialDelay ||
 				got.successThreshold != tt.want.successThreshold || got.failureThreshold != tt.want.failureThreshold || got.handler.Exec == nil {

@@ -1,8 +1,9 @@
 package validation
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func TestDecodePod(t *testing.T) {
@@ -48,14 +49,8 @@ func TestDecodePod(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod, err := DecodePod([]byte(tt.data))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("DecodePod error = %v, want containing %q", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("DecodePod: %v", err)
 			}
 			if pod.Kind != "Pod" || pod.APIVersion != "v1" {
 				t.Errorf("type meta = %s/%s, want v1/Pod", pod.APIVersion, pod.Kind)

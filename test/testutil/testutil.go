@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,21 @@ func Main(m *testing.M, verbosity string) {
 	flag.Parse()
 	QuietKlog(verbosity)
 	os.Exit(m.Run())
+}
+
+// WantError checks err against what a table row expects: with want set,
+// err must contain it, and WantError returns true (the row is done); with
+// want empty, err must be nil.
+func WantError(t testing.TB, err error, want string) bool {
+	t.Helper()
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error = %v, want one containing %q", err, want)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+	return false
 }

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func TestNewHTTPRequest(t *testing.T) {
@@ -68,14 +70,8 @@ func TestNewHTTPRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := NewHTTPRequest(context.Background(), tt.action, tt.podIP, container)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want %q", err, tt.wantErr)
-				}
+			if testutil.WantError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
 			}
 			if got := req.URL.String(); got != tt.wantURL {
 				t.Errorf("URL = %q, want %q", got, tt.wantURL)
