@@ -15,11 +15,10 @@ import (
 // Container and image verbs of Runtime.
 
 func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, config *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
-	r.calls.Add(1)
-	if config.GetMetadata() == nil {
-		return "", status.Error(codes.InvalidArgument, "container config: metadata: required")
+	id, err := r.newID("ct", "container", config.GetMetadata() != nil)
+	if err != nil {
+		return "", err
 	}
-	id := r.id("ct")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sandboxes[sandboxID] == nil {

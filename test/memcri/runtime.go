@@ -70,7 +70,15 @@ func New() *Runtime {
 	}
 }
 
-func (r *Runtime) id(prefix string) string { return fmt.Sprintf("%s%012d", prefix, r.seq.Add(1)) }
+// newID counts a create call and gives the new sandbox or container (kind)
+// its ID, after checking its config has the metadata CRI requires.
+func (r *Runtime) newID(prefix, kind string, hasMetadata bool) (string, error) {
+	r.calls.Add(1)
+	if !hasMetadata {
+		return "", status.Error(codes.InvalidArgument, kind+" config: metadata: required")
+	}
+	return fmt.Sprintf("%s%012d", prefix, r.seq.Add(1)), nil
+}
 
 func notFound(kind, id string) error {
 	return status.Errorf(codes.NotFound, "%s %q not found", kind, id)
@@ -117,11 +125,10 @@ func (r *Runtime) GetContainerEvents(context.Context, chan *runtimeapi.Container
 }
 
 func (r *Runtime) RunPodSandbox(_ context.Context, config *runtimeapi.PodSandboxConfig, _ string) (string, error) {
-	r.calls.Add(1)
-	if config.GetMetadata() == nil {
-		return "", status.Error(codes.InvalidArgument, "sandbox config: metadata: required")
+	id, err := r.newID("sb", "sandbox", config.GetMetadata() != nil)
+	if err != nil {
+		return "", err
 	}
-	id := r.id("sb")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sandboxes[id] = &memSandbox{meta: config.Metadata, labels: config.Labels, annots: config.Annotations,
