@@ -17,6 +17,7 @@ import (
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -29,19 +30,7 @@ func TestMain(m *testing.M) {
 func startRuntime(t *testing.T) (*cri.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "cri.sock")
-	rt, err := procruntime.Start(procruntime.Options{RootDir: filepath.Join(dir, "state")}, "unix://"+sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rt.Destroy)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := cri.Dial(ctx, "unix://"+sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	_, c := proctest.Start(t, filepath.Join(dir, "state"))
 	return c, filepath.Join(dir, "logs")
 }
 

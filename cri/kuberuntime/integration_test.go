@@ -15,6 +15,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -31,26 +32,8 @@ func newProcEnv(t *testing.T) *procEnv {
 	if testing.Short() {
 		t.Skip("integration test: runs host processes")
 	}
-	// Unix socket paths are limited to ~108 bytes: keep this one short.
-	sockDir, err := os.MkdirTemp("", "kr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
 	root := t.TempDir()
-	rt, err := procruntime.Start(procruntime.Options{RootDir: filepath.Join(root, "state"), HostIP: "127.0.0.1"}, endpoint)
-	if err != nil {
-		t.Fatalf("start process runtime: %v", err)
-	}
-	t.Cleanup(rt.Destroy)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	client, err := cri.Dial(ctx, endpoint)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { client.Close() })
+	_, client := proctest.Start(t, filepath.Join(root, "state"))
 	clk := clocktesting.NewFakeClock(time.Now())
 	rec := &testutil.Recorder{}
 	m := NewManager(client, Options{

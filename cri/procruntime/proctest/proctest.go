@@ -1,0 +1,43 @@
+// Package proctest starts the process runtime for tests: on a short unix
+// socket, dialed with the CRI client, destroyed (every container killed)
+// when the test ends. It depends only on cri and procruntime, so the tests
+// of packages below the agent (kuberuntime, crilogs) can use it as the
+// integration suites do through test/testenv.
+package proctest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/procruntime"
+)
+
+// Start starts a process runtime keeping its state in rootDir, serving on
+// a short socket path (unix socket paths are limited to about 100 bytes),
+// and dials it. t.Cleanup closes the client and destroys the runtime.
+func Start(t testing.TB, rootDir string) (*procruntime.Runtime, *cri.Client) {
+	t.Helper()
+	sockDir, err := os.MkdirTemp("", "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
+	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
+	rt, err := procruntime.Start(procruntime.Options{RootDir: rootDir, HostIP: "127.0.0.1"}, endpoint)
+	if err != nil {
+		t.Fatalf("start the process runtime: %v", err)
+	}
+	t.Cleanup(rt.Destroy)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := cri.Dial(ctx, endpoint)
+	if err != nil {
+		t.Fatalf("dial the process runtime: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return rt, c
+}
