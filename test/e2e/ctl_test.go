@@ -16,6 +16,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // ctlBusArgs are actorletctl's arguments for the agent's bus: the server
@@ -101,7 +103,7 @@ func (a *agent) waitPod(t *testing.T, name string, timeout time.Duration, cond f
 			return fmt.Errorf("pod %s has no status yet", name)
 		}
 		if err := cond(p); err != nil {
-			return fmt.Errorf("pod %s: %w (status %s)", name, err, brief(p))
+			return fmt.Errorf("pod %s: %w (status %s)", name, err, testutil.PodSummary(p))
 		}
 		got = p
 		return nil
@@ -161,27 +163,6 @@ func containerStatus(p *v1.Pod, name string) *v1.ContainerStatus {
 		}
 	}
 	return nil
-}
-
-// brief is a one-line summary of a pod's status for failure messages.
-func brief(p *v1.Pod) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "phase=%s reason=%q ready=%t", p.Status.Phase, p.Status.Reason, podReady(p))
-	for _, list := range [][]v1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-		for _, cs := range list {
-			fmt.Fprintf(&b, " [%s restarts=%d ready=%t", cs.Name, cs.RestartCount, cs.Ready)
-			switch s := cs.State; {
-			case s.Running != nil:
-				b.WriteString(" running")
-			case s.Waiting != nil:
-				fmt.Fprintf(&b, " waiting:%s", s.Waiting.Reason)
-			case s.Terminated != nil:
-				fmt.Fprintf(&b, " terminated:%s/%d", s.Terminated.Reason, s.Terminated.ExitCode)
-			}
-			b.WriteString("]")
-		}
-	}
-	return b.String()
 }
 
 // shPod is a pod of the run with one busybox container "main" running script.

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // trapTERM ignores SIGTERM (noting it in /host/events) so only SIGKILL ends
@@ -107,7 +108,7 @@ func TestGracefulDelete(t *testing.T) {
 			return err
 		}
 		if p := all["graceful"]; p != nil {
-			return fmt.Errorf("still listed: %s", brief(p))
+			return fmt.Errorf("still listed: %s", testutil.PodSummary(p))
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri/kuberuntime"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // Scenario 10: pods deleted from the bus right after being applied, while
@@ -52,7 +53,7 @@ func TestDeleteWhileCreating(t *testing.T) {
 		}
 		for _, p := range pods {
 			if s := all[p.Name]; s != nil {
-				return fmt.Errorf("pod %s still listed: %s", p.Name, brief(s))
+				return fmt.Errorf("pod %s still listed: %s", p.Name, testutil.PodSummary(s))
 			}
 			ready, running, err := live(p.Name)
 			if err != nil {

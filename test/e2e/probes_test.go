@@ -9,6 +9,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func execProbe(cmd string, failureThreshold int32) *v1.Probe {
@@ -98,7 +100,7 @@ func TestProbes(t *testing.T) {
 		p := pods["startup"]
 		cs := containerStatus(p, "main")
 		if cs.RestartCount != 0 || cs.Ready || podReady(p) || (cs.Started != nil && *cs.Started) {
-			t.Fatalf("startup probe not yet passed, yet: %s started=%v", brief(p), cs.Started)
+			t.Fatalf("startup probe not yet passed, yet: %s started=%v", testutil.PodSummary(p), cs.Started)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}

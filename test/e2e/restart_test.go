@@ -12,6 +12,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // Scenario 3: a crashing container is restarted with the kubelet's
@@ -118,7 +120,7 @@ func TestRestartPolicyAndCrashLoopBackOff(t *testing.T) {
 	})
 	cs := containerStatus(p, "main")
 	if cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
-		t.Errorf("crash: %s, want last exit 1", brief(p))
+		t.Errorf("crash: %s, want last exit 1", testutil.PodSummary(p))
 	}
 	if p.Status.Phase != v1.PodRunning && p.Status.Phase != v1.PodPending {
 		t.Errorf("crash: phase %s, want Running or Pending while it restarts", p.Status.Phase)

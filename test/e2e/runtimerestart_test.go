@@ -11,6 +11,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // containerdCtl runs containerd.sh stop|start.
@@ -106,7 +108,7 @@ func TestContainerdRestart(t *testing.T) {
 		cs := containerStatus(all[p.Name], "main")
 		if err := isRunning(all[p.Name]); err != nil || cs.ContainerID != before[p.Name].ContainerID || cs.RestartCount != 0 {
 			t.Errorf("pod %s after the runtime restart: %s, id %s (was %s); want the same container still running, no restart",
-				p.Name, brief(all[p.Name]), cs.ContainerID, before[p.Name].ContainerID)
+				p.Name, testutil.PodSummary(all[p.Name]), cs.ContainerID, before[p.Name].ContainerID)
 		}
 	}
 }

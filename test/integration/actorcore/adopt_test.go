@@ -7,6 +7,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // An agent that stops leaves its pods running; a new agent on the same root
@@ -22,7 +24,7 @@ func TestRestartedAgentAdoptsRunningPod(t *testing.T) {
 
 	e.agent.Stop()
 	if p, err := e.cmd.GetPod(e.bg, e.node, namespace, "adopted"); err == nil {
-		t.Fatalf("the stopped agent still answers: %s", brief(p))
+		t.Fatalf("the stopped agent still answers: %s", testutil.PodSummary(p))
 	}
 	assertOneOfEach(t, e, "adopted", before.ContainerID, "after the agent stopped")
 

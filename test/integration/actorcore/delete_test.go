@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // A graceful delete (the desired pod rewritten with a deletion timestamp and
@@ -77,7 +79,7 @@ func TestGracefulDeleteRunsPreStopAndHonoursGrace(t *testing.T) {
 	})
 	eventually(t, 15*time.Second, func() error {
 		if p, err := e.podStatus("graceful"); err == nil {
-			return fmt.Errorf("status entry still there: %s", brief(p))
+			return fmt.Errorf("status entry still there: %s", testutil.PodSummary(p))
 		}
 		return nil
 	})

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/test/testutil"
-
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +23,9 @@ import (
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testenv"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // markerEnv is set in every container an env runs, to a value unique to the
@@ -290,7 +289,7 @@ func (e *env) waitPod(name string, timeout time.Duration, cond func(*v1.Pod) err
 			return err
 		}
 		if err := cond(p); err != nil {
-			return fmt.Errorf("%w (status: %s)", err, brief(p))
+			return fmt.Errorf("%w (status: %s)", err, testutil.PodSummary(p))
 		}
 		pod = p
 		return nil
@@ -323,7 +322,7 @@ func containerStatus(t *testing.T, p *v1.Pod, name string) v1.ContainerStatus {
 			return cs
 		}
 	}
-	t.Fatalf("pod %s has no status for container %s: %s", p.Name, name, brief(p))
+	t.Fatalf("pod %s has no status for container %s: %s", p.Name, name, testutil.PodSummary(p))
 	return v1.ContainerStatus{}
 }
 
@@ -335,24 +334,6 @@ func condition(p *v1.Pod, typ v1.PodConditionType) v1.ConditionStatus {
 		}
 	}
 	return ""
-}
-
-// brief summarises a pod's status for failure messages.
-func brief(p *v1.Pod) string {
-	s := fmt.Sprintf("phase=%s ready=%s", p.Status.Phase, condition(p, v1.PodReady))
-	for _, cs := range p.Status.ContainerStatuses {
-		state := "unknown"
-		switch {
-		case cs.State.Running != nil:
-			state = "running"
-		case cs.State.Waiting != nil:
-			state = "waiting:" + cs.State.Waiting.Reason
-		case cs.State.Terminated != nil:
-			state = fmt.Sprintf("terminated:%d", cs.State.Terminated.ExitCode)
-		}
-		s += fmt.Sprintf(" [%s %s restarts=%d ready=%t id=%s]", cs.Name, state, cs.RestartCount, cs.Ready, cs.ContainerID)
-	}
-	return s
 }
 
 // events reads every event recorded about the pod from the events stream.

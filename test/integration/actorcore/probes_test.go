@@ -9,6 +9,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // A failing exec liveness probe restarts the container: the restart count
@@ -45,7 +47,7 @@ func TestLivenessFailureRestartsContainer(t *testing.T) {
 	cs := containerStatus(t, after, "app")
 	last := cs.LastTerminationState.Terminated
 	if last == nil {
-		t.Fatalf("lastState.terminated not set after the liveness restart: %s", brief(after))
+		t.Fatalf("lastState.terminated not set after the liveness restart: %s", testutil.PodSummary(after))
 	}
 	if last.ContainerID != before.ContainerID {
 		t.Errorf("lastState.terminated.containerID = %s, want the killed instance %s", last.ContainerID, before.ContainerID)

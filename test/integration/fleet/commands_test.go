@@ -39,7 +39,7 @@ func testCommands(t *testing.T, f *fleet) {
 	}
 	p := f.getPod(t, n.name, "default", pod)
 	if !isRunning(p) || p.Spec.NodeName != n.name {
-		t.Fatalf("get pods -o json: %s on %q", describePod(p), p.Spec.NodeName)
+		t.Fatalf("get pods -o json: %s on %q", testutil.PodSummary(p), p.Spec.NodeName)
 	}
 	firstID := containerID(t, p, "app")
 	var asYAML struct {
@@ -139,8 +139,8 @@ func testCommands(t *testing.T, f *fleet) {
 	if containerID(t, p, "app") == firstID {
 		t.Errorf("restart kept container %s", firstID)
 	}
-	if strings.Contains(describePod(p), "CrashLoopBackOff") {
-		t.Errorf("restart led to back-off: %s", describePod(p))
+	if strings.Contains(testutil.PodSummary(p), "CrashLoopBackOff") {
+		t.Errorf("restart led to back-off: %s", testutil.PodSummary(p))
 	}
 	eventually(t, waitFor, func() error {
 		if got := strings.Count(watch.out.String(), "\n"); got <= listed {

@@ -133,7 +133,7 @@ func testUIDChangedInPlace(t *testing.T, f *fleet) {
 	// The status stays the new pod's (the old pod's end must not overwrite
 	// or delete it).
 	if p := f.getPod(t, n.name, "default", "reborn"); !isRunning(p) || p.UID != "22222222-bbbb-4000-8000-000000000002" {
-		t.Fatalf("status after the old pod ended: uid %v %s", p.GetUID(), describePod(p))
+		t.Fatalf("status after the old pod ended: uid %v %s", p.GetUID(), testutil.PodSummary(p))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -208,7 +208,7 @@ func (f *fleet) waitPod(t *testing.T, nodeName, ns, name string, what string, co
 	eventually(t, waitFor, func() error {
 		got = f.getPod(t, nodeName, ns, name)
 		if !cond(got) {
-			return fmt.Errorf("pod %s/%s on %s is not %s: %s", ns, name, nodeName, what, describePod(got))
+			return fmt.Errorf("pod %s/%s on %s is not %s: %s", ns, name, nodeName, what, testutil.PodSummary(got))
 		}
 		return nil
 	})
@@ -241,26 +241,6 @@ func isRunning(p *v1.Pod) bool {
 	return true
 }
 
-func describePod(p *v1.Pod) string {
-	if p == nil {
-		return "no status"
-	}
-	s := fmt.Sprintf("phase=%s reason=%q message=%q deleting=%v", p.Status.Phase, p.Status.Reason, p.Status.Message, p.DeletionTimestamp != nil)
-	for _, cs := range p.Status.ContainerStatuses {
-		st := "unknown"
-		switch {
-		case cs.State.Running != nil:
-			st = "running"
-		case cs.State.Waiting != nil:
-			st = "waiting:" + cs.State.Waiting.Reason
-		case cs.State.Terminated != nil:
-			st = fmt.Sprintf("terminated:%s(%d)", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
-		}
-		s += fmt.Sprintf(" [%s %s id=%s restarts=%d]", cs.Name, st, cs.ContainerID, cs.RestartCount)
-	}
-	return s
-}
-
 // containerID is the ID of the pod's container name in its status.
 func containerID(t *testing.T, p *v1.Pod, name string) string {
 	t.Helper()
@@ -269,7 +249,7 @@ func containerID(t *testing.T, p *v1.Pod, name string) string {
 			return cs.ContainerID
 		}
 	}
-	t.Fatalf("pod %s has no status for container %s: %s", p.Name, name, describePod(p))
+	t.Fatalf("pod %s has no status for container %s: %s", p.Name, name, testutil.PodSummary(p))
 	return ""
 }
 

@@ -54,7 +54,7 @@ func testPlacement(t *testing.T, f *fleet) {
 	f.mustCtl(t, "apply", "-f", tolerant, "--selector", "role=aff-tainted")
 	f.waitRunning(t, tainted.name, "default", "tolerant")
 	if p := f.getPod(t, tainted.name, "default", "plain"); p != nil {
-		t.Errorf("a pod that does not tolerate the node's taint runs there: %s", describePod(p))
+		t.Errorf("a pod that does not tolerate the node's taint runs there: %s", testutil.PodSummary(p))
 	}
 	nodes := f.mustCtl(t, "get", "nodes", "-o", "json")
 	if !strings.Contains(nodes, `"key":"dedicated"`) && !strings.Contains(nodes, `"key": "dedicated"`) {

@@ -27,7 +27,7 @@ func testRemoteLifecycle(t *testing.T, f *fleet) {
 	}
 	p := f.getPod(t, n.name, "default", "web")
 	if !isRunning(p) {
-		t.Fatalf("after apply --wait: %s", describePod(p))
+		t.Fatalf("after apply --wait: %s", testutil.PodSummary(p))
 	}
 	firstID := containerID(t, p, "app")
 	if got := n.runningContainers("default", "web"); len(got) != 1 || !strings.HasSuffix(firstID, got[0].Id) {

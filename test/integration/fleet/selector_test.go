@@ -41,7 +41,7 @@ func testFleetSelector(t *testing.T, f *fleet) {
 		return nil
 	})
 	if p := f.getPod(t, b1.name, "default", "zonal"); p != nil {
-		t.Errorf("zonal has a status on the zone=b node: %s", describePod(p))
+		t.Errorf("zonal has a status on the zone=b node: %s", testutil.PodSummary(p))
 	}
 	if got := b1.sandboxes("default", "zonal"); len(got) != 0 {
 		t.Errorf("the zone=b node has %d sandboxes of zonal", len(got))

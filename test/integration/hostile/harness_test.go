@@ -128,7 +128,7 @@ func (e *env) waitStatus(name, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	testutil.Eventually(e.t, waitFor, func() error {
 		got = e.statusOf(name)
 		if got == nil || !cond(got) {
-			return fmt.Errorf("pod %s is not %s: %s", name, what, brief(got))
+			return fmt.Errorf("pod %s is not %s: %s", name, what, testutil.PodSummary(got))
 		}
 		return nil
 	})
@@ -141,19 +141,6 @@ func (e *env) waitRunning(name string) *v1.Pod {
 		return p.Status.Phase == v1.PodRunning && len(p.Status.ContainerStatuses) > 0 &&
 			p.Status.ContainerStatuses[0].State.Running != nil
 	})
-}
-
-func brief(p *v1.Pod) string {
-	if p == nil {
-		return "no status"
-	}
-	s := fmt.Sprintf("phase %s reason %q message %.200q", p.Status.Phase, p.Status.Reason, p.Status.Message)
-	for _, cs := range p.Status.ContainerStatuses {
-		if w := cs.State.Waiting; w != nil {
-			s += fmt.Sprintf("; %s waiting %s %.200q", cs.Name, w.Reason, w.Message)
-		}
-	}
-	return s
 }
 
 // rss is this process' resident set size (the agent runs in it).
