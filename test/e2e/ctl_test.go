@@ -129,7 +129,7 @@ func isReady(p *v1.Pod) error {
 	if err := isRunning(p); err != nil {
 		return err
 	}
-	if !podReady(p) {
+	if testutil.PodCondition(p, v1.PodReady) != v1.ConditionTrue {
 		return fmt.Errorf("not Ready")
 	}
 	return nil
@@ -142,15 +142,6 @@ func hasPhase(phase v1.PodPhase) func(*v1.Pod) error {
 		}
 		return nil
 	}
-}
-
-func podReady(p *v1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // containerStatus returns the named container's status (app or init).

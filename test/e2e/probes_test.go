@@ -67,7 +67,7 @@ func TestProbes(t *testing.T) {
 		if err := isRunning(p); err != nil {
 			return err
 		}
-		if podReady(p) || containerStatus(p, "main").Ready {
+		if testutil.PodCondition(p, v1.PodReady) == v1.ConditionTrue || containerStatus(p, "main").Ready {
 			return fmt.Errorf("ready before its probe can succeed")
 		}
 		return nil
@@ -76,7 +76,7 @@ func TestProbes(t *testing.T) {
 	a.waitPod(t, "readiness", 20*time.Second, isReady)
 	exec("readiness", "rm /tmp/ready")
 	p = a.waitPod(t, "readiness", 20*time.Second, func(p *v1.Pod) error {
-		if podReady(p) || containerStatus(p, "main").Ready {
+		if testutil.PodCondition(p, v1.PodReady) == v1.ConditionTrue || containerStatus(p, "main").Ready {
 			return fmt.Errorf("still ready")
 		}
 		return isRunning(p)
@@ -99,7 +99,7 @@ func TestProbes(t *testing.T) {
 		}
 		p := pods["startup"]
 		cs := containerStatus(p, "main")
-		if cs.RestartCount != 0 || cs.Ready || podReady(p) || (cs.Started != nil && *cs.Started) {
+		if cs.RestartCount != 0 || cs.Ready || testutil.PodCondition(p, v1.PodReady) == v1.ConditionTrue || (cs.Started != nil && *cs.Started) {
 			t.Fatalf("startup probe not yet passed, yet: %s started=%v", testutil.PodSummary(p), cs.Started)
 		}
 		time.Sleep(300 * time.Millisecond)

@@ -15,13 +15,7 @@ func PodSummary(p *v1.Pod) string {
 		return "no status"
 	}
 	var b strings.Builder
-	ready := "unknown"
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.PodReady {
-			ready = string(c.Status)
-		}
-	}
-	fmt.Fprintf(&b, "phase=%s reason=%q message=%.200q ready=%s", p.Status.Phase, p.Status.Reason, p.Status.Message, ready)
+	fmt.Fprintf(&b, "phase=%s reason=%q message=%.200q ready=%s", p.Status.Phase, p.Status.Reason, p.Status.Message, PodCondition(p, v1.PodReady))
 	if p.DeletionTimestamp != nil {
 		b.WriteString(" deleting")
 	}
@@ -45,4 +39,15 @@ func PodSummary(p *v1.Pod) string {
 		}
 	}
 	return b.String()
+}
+
+// PodCondition is the status of the pod's condition typ ("" when the pod
+// has none).
+func PodCondition(p *v1.Pod, typ v1.PodConditionType) v1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == typ {
+			return c.Status
+		}
+	}
+	return ""
 }

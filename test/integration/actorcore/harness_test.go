@@ -326,16 +326,6 @@ func containerStatus(t *testing.T, p *v1.Pod, name string) v1.ContainerStatus {
 	return v1.ContainerStatus{}
 }
 
-// condition is the status of a pod condition ("" when absent).
-func condition(p *v1.Pod, typ v1.PodConditionType) v1.ConditionStatus {
-	for _, c := range p.Status.Conditions {
-		if c.Type == typ {
-			return c.Status
-		}
-	}
-	return ""
-}
-
 // events reads every event recorded about the pod from the events stream.
 func (e *env) events(name string) ([]v1.Event, error) {
 	ctx, cancel := e.call()

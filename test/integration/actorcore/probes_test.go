@@ -79,10 +79,10 @@ func TestReadinessProbeFlipsReady(t *testing.T) {
 			if err := running(p); err != nil {
 				return err
 			}
-			if got := condition(p, v1.PodReady); got != status {
+			if got := testutil.PodCondition(p, v1.PodReady); got != status {
 				return fmt.Errorf("Ready condition %q, want %q", got, status)
 			}
-			if got := condition(p, v1.ContainersReady); got != status {
+			if got := testutil.PodCondition(p, v1.ContainersReady); got != status {
 				return fmt.Errorf("ContainersReady condition %q, want %q", got, status)
 			}
 			if cs := containerStatus(t, p, "app"); cs.Ready != (status == v1.ConditionTrue) {
