@@ -99,6 +99,24 @@ func sweepNamespace(ns string) (int, error) {
 		return 0, err
 	}
 	defer c.Close()
+	// A container the stopped agent was starting is "in starting state,
+	// can't be removed" until containerd finishes the start: pass again
+	// until everything is gone or the time is up.
+	swept := -1
+	for {
+		n, err := sweepOnce(ctx, c, ns)
+		if swept < 0 {
+			swept = n
+		}
+		if err == nil || ctx.Err() != nil {
+			return swept, err
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// sweepOnce stops and removes every sandbox of ns once.
+func sweepOnce(ctx context.Context, c *cri.Client, ns string) (int, error) {
 	sbs, err := sandboxesIn(ctx, c, ns)
 	if err != nil {
 		return 0, err
