@@ -50,6 +50,7 @@ type agentOpts struct {
 	name      string
 	dir       string
 	natsURL   string
+	creds     string // node credentials, for an authenticated bus
 	runtime   cri.Runtime
 	maxPods   int
 	relist    time.Duration
@@ -64,7 +65,7 @@ func startAgent(ctx context.Context, o agentOpts) (*agent.Agent, error) {
 	cfg := agent.DefaultConfig()
 	cfg.NodeName = o.name
 	cfg.RootDir = filepath.Join(o.dir, o.name)
-	cfg.NATS = agent.NATSConfig{URL: o.natsURL}
+	cfg.NATS = agent.NATSConfig{URL: o.natsURL, CredsFile: o.creds}
 	cfg.Runtime = o.runtime
 	cfg.HealthzPort = 0
 	cfg.NodeLabels = o.labels

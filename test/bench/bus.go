@@ -53,7 +53,14 @@ func dialBus(ctx context.Context, url string) (*client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("create the bus buckets: %w", err)
 	}
+	return openClient(ctx, conn)
+}
+
+// openClient opens the desired and status buckets on conn; conn is closed
+// if they cannot be.
+func openClient(ctx context.Context, conn *bus.Conn) (*client, error) {
 	c := &client{conn: conn}
+	var err error
 	if c.desired, err = conn.JS.KeyValue(ctx, wire.DesiredBucket); err == nil {
 		c.status, err = conn.JS.KeyValue(ctx, wire.StatusBucket)
 	}

@@ -39,43 +39,17 @@ func (e *env) fleetWindow() time.Duration { return e.window / 6 }
 
 func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 	labels := map[string]string{"actorlet.io/bench-fleet": fmt.Sprintf("%s-%d", e.run, k)}
-	heap0 := liveHeap()
 	prefix := fmt.Sprintf("bench-fleet-%s-%d-", e.run, k) // node names, and so status keys, start with it
-	agents := make([]*agent.Agent, k)
 	runtimes := make([]*memcri.Runtime, k)
-	idx := make([]int, k)
-	for i := range idx {
-		idx[i] = i
-	}
-	t0 := time.Now()
-	defer func() { stopAll(agents) }()
-	err := parallel(ctx, 8, idx, func(ctx context.Context, i int) error {
+	f, err := startFleet(ctx, e, k, func(_ context.Context, i int) (agentOpts, error) {
 		runtimes[i] = memcri.New()
-		a, err := startAgent(ctx, agentOpts{name: fmt.Sprintf("%s%d", prefix, i), dir: e.dir,
-			natsURL: e.natsURL, runtime: runtimes[i], labels: labels, heartbeat: 10 * time.Second})
-		agents[i] = a
-		return err
+		return agentOpts{name: fmt.Sprintf("%s%d", prefix, i), dir: e.dir,
+			natsURL: e.natsURL, runtime: runtimes[i], labels: labels, heartbeat: 10 * time.Second}, nil
 	})
+	defer f.stop()
 	if err != nil {
 		return err
 	}
-	startup := time.Since(t0)
-	heapPerAgent := float64(int64(liveHeap())-int64(heap0)) / float64(k) / (1 << 20)
-
-	cpu, err := startCPU("self")
-	if err != nil {
-		return err
-	}
-	select {
-	case <-time.After(e.fleetWindow()):
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	idle, err := cpu.percent()
-	if err != nil {
-		return err
-	}
-
 	spec := podSpec{image: "bench/sleep:1", command: []string{"sleep", "3600"}, run: e.run}
 	values, err := spec.fleetPods(fmt.Sprintf("f%d", k), fleetPodsPerNode, labels)
 	if err != nil {
@@ -86,27 +60,18 @@ func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 		return err
 	}
 	defer w.stop()
-	total := k * fleetPodsPerNode
-	v0 := varz(e.nats)
-	t1 := time.Now()
-	if err := e.bus.put(ctx, values); err != nil {
-		return err
+	counters := func() (int64, int64) {
+		v := varz(e.nats)
+		return v.InMsgs + v.OutMsgs, v.InBytes + v.OutBytes
 	}
-	err = waitFor(ctx, 10*time.Minute, fmt.Sprintf("%d fleet pods Running", total), func() bool { return w.countKeys(prefix, isRunning) >= total })
+	r, err := applyFleet(ctx, w, prefix, k*fleetPodsPerNode, 10*time.Minute, counters, func(ctx context.Context) error {
+		return e.bus.put(ctx, values)
+	})
 	if err != nil {
 		return err
 	}
-	v1 := varz(e.nats)
-	var lat durations
-	for key, p := range w.snapshot() {
-		if strings.HasPrefix(key, prefix) && !p.running.IsZero() {
-			lat = append(lat, p.running.Sub(t1))
-		}
-	}
-	msgs := float64(v1.InMsgs+v1.OutMsgs-v0.InMsgs-v0.OutMsgs) / float64(total)
-	kib := float64(v1.InBytes+v1.OutBytes-v0.InBytes-v0.OutBytes) / float64(total) / 1024
-	t.add(k, startup, lat.max(), lat.percentile(50), lat.percentile(99), fmt.Sprintf("%.0f", msgs), fmt.Sprintf("%.1f", kib),
-		fmt.Sprintf("%.3f", idle/float64(k)), fmt.Sprintf("%.1f", heapPerAgent))
+	t.add(k, f.startup, r.lat.max(), r.lat.percentile(50), r.lat.percentile(99), fmt.Sprintf("%.0f", r.msgsPerPod()), fmt.Sprintf("%.1f", r.kibPerPod()),
+		fmt.Sprintf("%.3f", f.idlePerAgent), fmt.Sprintf("%.1f", f.heapPerAgent))
 
 	// Remove the fleet pods and wait until every node stopped them.
 	if err := e.bus.purge(ctx, keysOf(values)); err != nil {
@@ -120,6 +85,103 @@ func fleetOnce(ctx context.Context, e *env, k int, t *table) error {
 		}
 		return true
 	})
+}
+
+// startedFleet is K agents of one section, started and measured idle.
+type startedFleet struct {
+	agents       []*agent.Agent
+	heap0        uint64        // live heap before the agents started
+	startup      time.Duration // all K started
+	heapPerAgent float64       // MiB of live heap added per agent
+	idlePerAgent float64       // % of a core per agent over fleetWindow, no pods
+}
+
+// startFleet starts k agents (8 at a time) with the options opts gives
+// each, then measures the process's idle CPU over e.fleetWindow(). The
+// fleet it returns, even with an error, must be stopped.
+func startFleet(ctx context.Context, e *env, k int, opts func(context.Context, int) (agentOpts, error)) (*startedFleet, error) {
+	f := &startedFleet{agents: make([]*agent.Agent, k)}
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	f.heap0 = liveHeap()
+	t0 := time.Now()
+	err := parallel(ctx, 8, idx, func(ctx context.Context, i int) error {
+		o, err := opts(ctx, i)
+		if err != nil {
+			return err
+		}
+		a, err := startAgent(ctx, o)
+		f.agents[i] = a
+		return err
+	})
+	if err != nil {
+		return f, err
+	}
+	f.startup = time.Since(t0)
+	f.heapPerAgent = f.heapNow()
+	f.idlePerAgent, err = f.idleCPU(ctx, e.fleetWindow())
+	return f, err
+}
+
+// heapNow is the live heap added since the agents started, per agent (MiB).
+func (f *startedFleet) heapNow() float64 {
+	return float64(int64(liveHeap())-int64(f.heap0)) / float64(len(f.agents)) / (1 << 20)
+}
+
+// idleCPU is this process's CPU over window, per agent (% of a core).
+func (f *startedFleet) idleCPU(ctx context.Context, window time.Duration) (float64, error) {
+	cpu, err := startCPU("self")
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	idle, err := cpu.percent()
+	return idle / float64(len(f.agents)), err
+}
+
+func (f *startedFleet) stop() { stopAll(f.agents) }
+
+// fleetApply is what one fleet-wide apply measured.
+type fleetApply struct {
+	took        time.Duration // apply → every pod Running
+	lat         durations     // apply → each pod's first Running
+	pods        int
+	msgs, bytes int64 // NATS counters over the apply
+}
+
+func (r fleetApply) msgsPerPod() float64 { return float64(r.msgs) / float64(r.pods) }
+func (r fleetApply) kibPerPod() float64  { return float64(r.bytes) / float64(r.pods) / 1024 }
+
+// applyFleet runs write (the apply) and waits until w has seen total pods
+// of nodes named prefix… Running; counters are the bus's message and byte
+// counters, read before and after.
+func applyFleet(ctx context.Context, w *statusWatch, prefix string, total int, timeout time.Duration,
+	counters func() (msgs, bytes int64), write func(context.Context) error) (fleetApply, error) {
+	r := fleetApply{pods: total}
+	m0, b0 := counters()
+	t1 := time.Now()
+	if err := write(ctx); err != nil {
+		return r, err
+	}
+	err := waitFor(ctx, timeout, fmt.Sprintf("%d pods Running", total), func() bool { return w.countKeys(prefix, isRunning) >= total })
+	if err != nil {
+		return r, err
+	}
+	r.took = time.Since(t1)
+	m1, b1 := counters()
+	r.msgs, r.bytes = m1-m0, b1-b0
+	for key, ps := range w.snapshot() {
+		if strings.HasPrefix(key, prefix) && !ps.running.IsZero() {
+			r.lat = append(r.lat, ps.running.Sub(t1))
+		}
+	}
+	return r, nil
 }
 
 func stopAll(agents []*agent.Agent) {
