@@ -149,13 +149,19 @@ func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []
 	}
 }
 
-// bucket opens the status bucket for a synchronous call (the writer
-// goroutine keeps its own handle).
+// bucket is the status bucket for a synchronous call, opened on first use
+// (the writer goroutine keeps its own handle).
 func (p *StatusPublisher) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+	if p.syncKV != nil {
+		return p.syncKV, nil
+	}
 	kv, err := p.js.KeyValue(ctx, wire.StatusBucket)
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", wire.StatusBucket, err)
 	}
+	p.syncKV = kv
 	return kv, nil
 }
 

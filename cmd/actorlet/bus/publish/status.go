@@ -68,6 +68,12 @@ type StatusPublisher struct {
 	wake    chan struct{}
 
 	kv jetstream.KeyValue // only used by the writer goroutine
+	// syncKV is the bucket handle of the synchronous calls (WriteNow,
+	// DeleteIf, PruneStale), opened once: opening asks the stream leader
+	// for the stream's info, which a fleet-wide apply would otherwise do
+	// once per new pod on every node.
+	syncMu sync.Mutex
+	syncKV jetstream.KeyValue
 	// published is the UID last written under each key (writer only), so
 	// removing an old pod instance never deletes its successor's status.
 	published map[string]types.UID
