@@ -81,6 +81,8 @@ func Init(dir string) (*Authority, error) {
 		if err := a.storeAccount(ac); err != nil {
 			return nil, err
 		}
+	} else if err := a.upgradeAccount(); err != nil {
+		return nil, err
 	}
 	// The operator and system JWTs carry no state: written on every Init.
 	oj, err := a.OperatorJWT()
@@ -180,11 +182,41 @@ func (a *Authority) SystemAccountJWT() (string, error) {
 	return ac.Encode(a.operator)
 }
 
+// MaxAccountConsumers is the actorlet account's JetStream consumer limit.
+// nats-server 2.15 caps each stream at 1,000 consumers
+// (default_max_consumers) unless the stream or the account sets a positive
+// limit of its own, and "unlimited" (-1) counts as unset. Every node reads
+// through its own durable consumers (one on each of the desired, status,
+// ConfigMaps and Secrets streams), so a fleet of more than 1,000 nodes
+// needs the account's limit: this one allows 20,000 nodes with room for
+// operators' watchers.
+const MaxAccountConsumers = 100_000
+
 func (a *Authority) newAccountClaims() (*jwt.AccountClaims, error) {
 	ac := jwt.NewAccountClaims(a.AccountPublicKey())
 	ac.Name = AccountName
-	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: MaxAccountConsumers}
 	return ac, nil
+}
+
+// upgradeAccount gives an account JWT signed before MaxAccountConsumers
+// existed (Consumer -1, so at most 1,000 consumers per stream) that limit,
+// keeping everything else (revocations). Running servers learn it on their
+// next restart or from PushAccount.
+func (a *Authority) upgradeAccount() error {
+	aj, err := a.AccountJWT()
+	if err != nil {
+		return err
+	}
+	ac, err := jwt.DecodeAccountClaims(aj)
+	if err != nil {
+		return fmt.Errorf("read account JWT: %w", err)
+	}
+	if ac.Limits.JetStreamLimits.Consumer > 0 {
+		return nil
+	}
+	ac.Limits.JetStreamLimits.Consumer = MaxAccountConsumers
+	return a.storeAccount(ac)
 }
 
 // AccountJWT is the actorlet account's current JWT (with its revocations).

@@ -27,6 +27,9 @@ type ServerOptions struct {
 	// configuration file. Connect then uses admin credentials; NodeCreds
 	// provisions a node.
 	Secure bool
+	// DefaultMaxConsumers is nats-server's default_max_consumers (per
+	// stream); 0 keeps the server's default (1,000).
+	DefaultMaxConsumers int
 }
 
 // Server is a running test server. Restart stops it and starts a new one on
@@ -75,6 +78,9 @@ func (s *Server) start() {
 	}
 	if s.Opts.Secure {
 		sopts = s.secureOptions(port)
+	}
+	if s.Opts.DefaultMaxConsumers != 0 {
+		sopts.JetStreamLimits.DefaultMaxConsumers = s.Opts.DefaultMaxConsumers
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {
