@@ -52,6 +52,9 @@ type Source struct {
 	nodeNames map[string]string
 	shadowed  map[string]*v1.Pod
 	sentSet   bool
+	// unconfirmed are keys a stale re-watch snapshot lacked, with the
+	// revision the watch must reach before they count as gone (stale.go).
+	unconfirmed map[string]uint64
 
 	// Fleet placement (placement.go).
 	node       nodeState
@@ -76,6 +79,19 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
+	s := newSource(cfg, kv, cancel)
+	s.unregister = cfg.Conn.OnReconnect(func() {
+		select {
+		case s.resync <- struct{}{}:
+		default:
+		}
+	})
+	go s.run(runCtx)
+	return s, nil
+}
+
+// newSource is a Source that does not run yet.
+func newSource(cfg Config, kv jetstream.KeyValue, cancel context.CancelFunc) *Source {
 	s := &Source{
 		cfg:       cfg,
 		kv:        kv,
@@ -93,14 +109,7 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 	}
 	s.node.view = newNodeView(cfg.NodeName, cfg.NodeLabels, cfg.NodeTaints)
 	s.node.changed = make(chan struct{}, 1)
-	s.unregister = cfg.Conn.OnReconnect(func() {
-		select {
-		case s.resync <- struct{}{}:
-		default:
-		}
-	})
-	go s.run(runCtx)
-	return s, nil
+	return s
 }
 
 // Stop ends the watch and waits for it; Out is not called afterwards.
@@ -223,26 +232,19 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 			}
 		}
 	}
+	held := make([]string, 0, len(s.delivered)+len(s.shadowed))
 	for k := range s.shadowed {
-		if e, ok := initial[k]; !ok || isDeletion(e) {
-			delete(s.shadowed, k)
-		}
+		held = append(held, k)
 	}
-	var gone []string
 	for k := range s.delivered {
-		if e, ok := initial[k]; !ok || isDeletion(e) {
-			gone = append(gone, k)
-		}
+		held = append(held, k)
 	}
-	sort.Strings(gone)
-	for _, k := range gone {
-		pod := s.delivered[k]
-		delete(s.delivered, k)
-		s.send(messages.OpRemove, s.forceDeleted(pod))
-		// A node key gone while the watch was down frees its name.
-		for _, u := range s.freeName(k) {
-			s.send(u.op, u.pod)
-		}
+	gone, unsure := s.goneIn(initial, held)
+	s.removeGone(gone)
+	s.unconfirmed = unsure
+	if len(unsure) > 0 {
+		klog.InfoS("Re-watch read a stale copy of the desired bucket; keys it lacks keep their pods until the watch catches up",
+			"node", s.cfg.NodeName, "keys", len(unsure))
 	}
 	if !first {
 		return
@@ -266,6 +268,7 @@ func (s *Source) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		s.send(u.op, u.pod)
 		added = added || u.op == messages.OpAdd
 	}
+	s.confirm(ctx, e)
 	if added && isFleetKey(e.Key()) && len(s.currentNode().node.Spec.Taints) > 0 {
 		s.reevaluate(ctx) // a tolerated NoExecute taint may bound its stay
 	}
