@@ -174,10 +174,7 @@ func Bootstrap(ctx context.Context, js jetstream.JetStream, s ProtocolSettings) 
 }
 
 func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, enforce bool) (BootstrapResult, error) {
-	res := BootstrapResult{Name: cfg.Bucket, Replicas: cfg.Replicas}
-	if cfg.Placement != nil {
-		res.Cluster, res.Tags = cfg.Placement.Cluster, cfg.Placement.Tags
-	}
+	res := placed(cfg.Bucket, "", cfg.Replicas, cfg.Placement)
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
@@ -201,11 +198,7 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 		return res, fmt.Errorf("read bucket %q status: %w", cfg.Bucket, err)
 	}
 	have := status.Config()
-	res.Replicas = max(have.Replicas, 1)
-	res.Cluster, res.Tags = "", nil
-	if have.Placement != nil {
-		res.Cluster, res.Tags = have.Placement.Cluster, have.Placement.Tags
-	}
+	res = placed(cfg.Bucket, "unchanged", have.Replicas, have.Placement)
 	// An agent accepts what exists (it needs no right to edit streams and
 	// never lowers what an operator raised); the description is
 	// informative, so a bucket made by hand without one is fine too.
@@ -213,7 +206,6 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 	same := have.History == cfg.History && have.Storage == cfg.Storage &&
 		max(have.Replicas, 1) == cfg.Replicas && SamePlacement(have.Placement, cfg.Placement) &&
 		(!enforce || (have.Description == cfg.Description && SameSources(have.Sources, cfg.Sources)))
-	res.Action = "unchanged"
 	if same {
 		return res, nil
 	}
@@ -230,19 +222,11 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 		return res, fmt.Errorf("update bucket %q (replicas %d → %d): %w", cfg.Bucket, have.Replicas, cfg.Replicas, err)
 	}
 	klog.InfoS("Updated bus bucket", "bucket", cfg.Bucket, "history", cfg.History, "replicas", cfg.Replicas, "placement", cfg.Placement)
-	res.Action, res.Replicas = "updated", cfg.Replicas
-	res.Cluster, res.Tags = "", nil
-	if cfg.Placement != nil {
-		res.Cluster, res.Tags = cfg.Placement.Cluster, cfg.Placement.Tags
-	}
-	return res, nil
+	return placed(cfg.Bucket, "updated", cfg.Replicas, cfg.Placement), nil
 }
 
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig, enforce bool) (BootstrapResult, error) {
-	res := BootstrapResult{Name: cfg.Name, Replicas: cfg.Replicas}
-	if cfg.Placement != nil {
-		res.Cluster, res.Tags = cfg.Placement.Cluster, cfg.Placement.Tags
-	}
+	res := placed(cfg.Name, "", cfg.Replicas, cfg.Placement)
 	stream, err := js.Stream(ctx, cfg.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
@@ -260,12 +244,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		return res, fmt.Errorf("look up stream %q: %w", cfg.Name, err)
 	}
 	have := stream.CachedInfo().Config
-	res.Replicas = max(have.Replicas, 1)
-	res.Cluster, res.Tags = "", nil
-	if have.Placement != nil {
-		res.Cluster, res.Tags = have.Placement.Cluster, have.Placement.Tags
-	}
-	res.Action = "unchanged"
+	res = placed(cfg.Name, "unchanged", have.Replicas, have.Placement)
 	captures := slices.Contains(have.Subjects, EventsSubjects)
 	if !enforce {
 		if captures {
@@ -295,12 +274,17 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		return res, fmt.Errorf("update stream %q (replicas %d → %d): %w", cfg.Name, have.Replicas, cfg.Replicas, err)
 	}
 	klog.InfoS("Updated bus stream", "stream", cfg.Name, "subjects", cfg.Subjects, "replicas", cfg.Replicas, "placement", cfg.Placement)
-	res.Action, res.Replicas = "updated", cfg.Replicas
-	res.Cluster, res.Tags = "", nil
-	if cfg.Placement != nil {
-		res.Cluster, res.Tags = cfg.Placement.Cluster, cfg.Placement.Tags
+	return placed(cfg.Name, "updated", cfg.Replicas, cfg.Placement), nil
+}
+
+// placed is what Bootstrap reports of one bucket or stream: its name, the
+// action taken, and its replicas (at least 1) and placement.
+func placed(name, action string, replicas int, p *jetstream.Placement) BootstrapResult {
+	r := BootstrapResult{Name: name, Action: action, Replicas: max(replicas, 1)}
+	if p != nil {
+		r.Cluster, r.Tags = p.Cluster, p.Tags
 	}
-	return res, nil
+	return r
 }
 
 func SamePlacement(a, b *jetstream.Placement) bool {
