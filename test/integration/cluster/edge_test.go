@@ -23,6 +23,7 @@ import (
 	"github.com/actorlet/actorlet/cmd/actorlet/bus"
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/test/memcri"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 const edgeNode = "edge1"
@@ -43,17 +44,12 @@ func TestEdgeNodePartition(t *testing.T) {
 	link := newUplink(t, hub.LeafAddr(0))
 
 	manifests := t.TempDir()
-	cfg := agent.DefaultConfig()
-	cfg.NodeName = edgeNode
-	cfg.NodeIP = "127.0.0.1"
-	cfg.RootDir = filepath.Join(t.TempDir(), edgeNode)
-	cfg.HealthzPort = 0
+	rt := memcri.New()
+	cfg := testenv.AgentConfig(t, edgeNode, "", rt) // the embedded server, a leaf node of the hub
 	cfg.RelistPeriod = 500 * time.Millisecond
 	cfg.NodeStatusUpdateFrequency = time.Second
 	cfg.PodManifestPath = manifests
 	cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: "nats-leaf://" + link.addr(), LeafCreds: hub.LeafCreds(t, edgeNode)}
-	rt := memcri.New()
-	cfg.Runtime = rt
 	a, err := agent.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start the edge agent: %v", err)
@@ -173,17 +169,7 @@ type edge struct {
 
 func (e *edge) eventually(what string, cond func() error) {
 	e.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: not done after %s: %v", what, waitFor, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually(e.t, what, cond)
 }
 
 func (e *edge) kv(js jetstream.JetStream, bucket string) (jetstream.KeyValue, context.Context, context.CancelFunc, error) {

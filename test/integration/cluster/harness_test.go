@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/actorlet/actorlet/messages/wire"
-	"path/filepath"
 	"sort"
 	"sync"
 	"testing"
@@ -22,6 +21,8 @@ import (
 	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/test/memcri"
+	"github.com/actorlet/actorlet/test/testenv"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // waitFor bounds every wait for an outcome that normally takes a second or
@@ -83,16 +84,11 @@ func newFleet(t *testing.T, agents int) *fleet {
 }
 
 func (f *fleet) startNode(name, creds string) (*node, error) {
-	cfg := agent.DefaultConfig()
-	cfg.NodeName = name
-	cfg.NodeIP = "127.0.0.1"
-	cfg.RootDir = filepath.Join(f.t.TempDir(), name)
-	cfg.HealthzPort = 0
+	rt := memcri.New()
+	cfg := testenv.AgentConfig(f.t, name, f.cl.URL(), rt)
 	cfg.RelistPeriod = 500 * time.Millisecond
 	cfg.NodeStatusUpdateFrequency = time.Second
-	cfg.NATS = agent.NATSConfig{URL: f.cl.URL(), CredsFile: creds, Replicas: 3}
-	rt := memcri.New()
-	cfg.Runtime = rt
+	cfg.NATS.CredsFile, cfg.NATS.Replicas = creds, 3
 	a, err := agent.Start(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start agent %s: %w", name, err)
@@ -120,17 +116,19 @@ func (f *fleet) kv(bucket string) jetstream.KeyValue {
 
 func (f *fleet) eventually(what string, cond func() error) {
 	f.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := cond()
-		if err == nil {
-			return
+	eventually(f.t, what, cond)
+}
+
+// eventually waits up to waitFor for cond, polling every 100 ms (each
+// poll may ask the bus for many keys).
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	testutil.EventuallyEvery(t, waitFor, 100*time.Millisecond, func() error {
+		if err := cond(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%s: not done after %s: %v", what, waitFor, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // podJSON is a one-container pod as an operator writes it.
