@@ -178,14 +178,15 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		_, err := js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			// Another agent created it first (perhaps with other settings):
-			// it is the operator's now; look at it again.
+		raced, err := createMissing("bucket", cfg.Bucket, cfg.Replicas, func() error {
+			_, err := js.CreateKeyValue(ctx, cfg)
+			return err
+		})
+		if raced {
 			return EnsureBucket(ctx, js, cfg, enforce)
 		}
 		if err != nil {
-			return res, fmt.Errorf("create bucket %q (replicas %d; with node credentials, an operator creates it: actorletctl bootstrap): %w", cfg.Bucket, cfg.Replicas, err)
+			return res, err
 		}
 		klog.InfoS("Created bus bucket", "bucket", cfg.Bucket, "history", cfg.History, "replicas", cfg.Replicas, "placement", cfg.Placement)
 		res.Action = "created"
@@ -230,12 +231,15 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	stream, err := js.Stream(ctx, cfg.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		_, err := js.CreateStream(ctx, cfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		raced, err := createMissing("stream", cfg.Name, cfg.Replicas, func() error {
+			_, err := js.CreateStream(ctx, cfg)
+			return err
+		})
+		if raced {
 			return EnsureStream(ctx, js, cfg, enforce)
 		}
 		if err != nil {
-			return res, fmt.Errorf("create stream %q (replicas %d; with node credentials, an operator creates it: actorletctl bootstrap): %w", cfg.Name, cfg.Replicas, err)
+			return res, err
 		}
 		klog.InfoS("Created bus stream", "stream", cfg.Name, "subjects", cfg.Subjects, "replicas", cfg.Replicas, "placement", cfg.Placement)
 		res.Action = "created"
@@ -275,6 +279,20 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	}
 	klog.InfoS("Updated bus stream", "stream", cfg.Name, "subjects", cfg.Subjects, "replicas", cfg.Replicas, "placement", cfg.Placement)
 	return placed(cfg.Name, "updated", cfg.Replicas, cfg.Placement), nil
+}
+
+// createMissing creates a bucket or stream (kind) the lookup did not find.
+// raced says another creator (an agent, perhaps with other settings) got
+// there first: it is the operator's now, and the caller looks at it again.
+func createMissing(kind, name string, replicas int, create func() error) (raced bool, err error) {
+	err = create()
+	if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("create %s %q (replicas %d; with node credentials, an operator creates it: actorletctl bootstrap): %w", kind, name, replicas, err)
+	}
+	return false, nil
 }
 
 // placed is what Bootstrap reports of one bucket or stream: its name, the
