@@ -144,6 +144,11 @@ const (
 	edgeUplinkWait       = 5 * time.Second
 	edgeReconcileTimeout = time.Minute // one pass
 	edgeReconcileLimit   = 10000       // keys compared per pass
+	// edgeRequestTimeout bounds each request of a pass (a listing, one
+	// read): a request sent just as the uplink comes back can go
+	// unanswered, and must not hold the pass — and so the reconcile the
+	// reconnect asked for — until edgeReconcileTimeout.
+	edgeRequestTimeout = 10 * time.Second
 )
 
 // startEdgeReconciler starts the reconciler of an edge node's connection
@@ -242,20 +247,16 @@ func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
 	}
 	changed := 0
 	for _, filter := range []string{wire.DesiredNodeWatch(c.edgeNode), wire.DesiredFleetWatch} {
-		keys, err := hub.ListKeysFiltered(ctx, filter)
+		keys, err := listKeys(ctx, hub, filter)
 		if err != nil {
-			return changed, fmt.Errorf("list the hub's %s %s: %w", wire.DesiredBucket, filter, err)
+			return changed, err
 		}
-		seen := 0
-		for k := range keys.Keys() {
-			if seen++; seen > edgeReconcileLimit {
-				_ = keys.Stop()
-				klog.InfoS("Edge reconcile stopped at its key limit", "filter", filter, "limit", edgeReconcileLimit)
-				break
-			}
+		for _, k := range keys {
 			// From the hub's leader: a replica catching up could hold an
 			// older value, which must not overwrite a newer one here.
-			want, err := LeaderGet(ctx, c.edgeNC, c.hubDomain, wire.DesiredBucket, k)
+			rctx, cancel := context.WithTimeout(ctx, edgeRequestTimeout)
+			want, err := LeaderGet(rctx, c.edgeNC, c.hubDomain, wire.DesiredBucket, k)
+			cancel()
 			if errors.Is(err, ErrKeyGone) {
 				continue // deleted meanwhile: the source brings the delete
 			}
@@ -285,4 +286,28 @@ func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
 		}
 	}
 	return changed, nil
+}
+
+// listKeys lists the hub's keys under filter, at most edgeReconcileLimit,
+// within edgeRequestTimeout.
+func listKeys(ctx context.Context, hub jetstream.KeyValue, filter string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, edgeRequestTimeout)
+	defer cancel()
+	lister, err := hub.ListKeysFiltered(ctx, filter)
+	if err != nil {
+		return nil, fmt.Errorf("list the hub's %s %s: %w", wire.DesiredBucket, filter, err)
+	}
+	defer func() { _ = lister.Stop() }()
+	var keys []string
+	for k := range lister.Keys() {
+		if len(keys) == edgeReconcileLimit {
+			klog.InfoS("Edge reconcile stopped at its key limit", "filter", filter, "limit", edgeReconcileLimit)
+			break
+		}
+		keys = append(keys, k)
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("list the hub's %s %s: %w", wire.DesiredBucket, filter, ctx.Err())
+	}
+	return keys, nil
 }
