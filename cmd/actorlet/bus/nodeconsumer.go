@@ -81,6 +81,15 @@ func WatchConsumer(ctx context.Context, js jetstream.JetStream, bucket, consumer
 	if err != nil {
 		return nil, fmt.Errorf("look up consumer %s of bucket %s: %w", consumer, bucket, err)
 	}
+	// The pending count in the reset's answer tells when the stored entries
+	// end. nats-server acknowledges a write before it signals the write to
+	// the consumers (which count it then), and a reset to the sequence a
+	// consumer is already at (one never read is at 1) keeps that running
+	// count: a listing right after a write could see none of it. A reset
+	// from elsewhere recounts from the store, so move it to 2 first.
+	if _, err := js.ResetConsumerToSequence(ctx, stream, consumer, 2); err != nil {
+		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
+	}
 	r, err := js.ResetConsumerToSequence(ctx, stream, consumer, 1)
 	if err != nil {
 		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
