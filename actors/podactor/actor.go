@@ -69,6 +69,9 @@ type podActor struct {
 
 	retry       retryTimer // the end of a back-off the pod waits on
 	readRuntime bool       // the next sync reads the runtime (a back-off ended)
+	// stopWaiting makes the sync in flight, while it still waits for the
+	// PLEG cache, read the runtime instead.
+	stopWaiting context.CancelFunc
 }
 
 // Props returns the props of the pod actor for uid. Every incarnation
@@ -201,7 +204,7 @@ func (a *podActor) accept(m *workDone) bool {
 	if !a.working || m.id != a.workID {
 		return false
 	}
-	a.working, a.cancel = false, nil
+	a.working, a.cancel, a.stopWaiting = false, nil, nil
 	if m.panicked != nil {
 		panic(fmt.Sprintf("pod worker %s: %s work panicked: %v", a.uid, m.kind, m.panicked))
 	}

@@ -128,10 +128,18 @@ func afterFunc(c clock.Clock, d time.Duration, f func()) func() {
 }
 
 // retryNow syncs the pod when a back-off it waited on has ended: the
-// kubelet leaves this to the next periodic resync, seconds late.
+// kubelet leaves this to the next periodic resync, seconds late. A sync in
+// flight that still waits for the PLEG cache (a resync or a relist's event
+// can start one just before the end) stops waiting and reads the runtime:
+// queued behind it, the retry would wait up to a relist period for the
+// cache's next freshness tick. The retry still follows that sync, in case
+// it had already acted before the end.
 func (a *podActor) retryNow(ctx actor.Context, m *retryDue) {
 	if !a.retry.fired(m) || a.workType != messages.SyncWork || a.pod == nil {
 		return
+	}
+	if a.working && a.workKind == workSync && a.stopWaiting != nil {
+		a.stopWaiting()
 	}
 	a.readRuntime = true
 	a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})

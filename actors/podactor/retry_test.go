@@ -124,3 +124,33 @@ func TestBackOffRetryReadsTheRuntimeNotTheCache(t *testing.T) {
 		t.Fatal("the retry sync did not read the runtime")
 	}
 }
+
+// A sync that waits for the PLEG cache when the back-off ends (a resync or a
+// relist's event started it just before) does not hold the retry back: it
+// stops waiting and acts on the runtime's status at the back-off's end.
+// Queued behind it, the retry waited for the cache's next freshness tick,
+// up to a relist period: the restart gap of 20 s came 0.6–0.9 s late.
+func TestBackOffEndWakesASyncWaitingForTheCache(t *testing.T) {
+	h := newHarness(t, "u1")
+	end := h.clock.Now().Add(20 * time.Second)
+	h.rt.Fail(fake.OpSyncPod, waitErr{end})
+	p := testPod("u1", 1, nil)
+	p.Status.Phase = v1.PodRunning
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "first completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	h.rt.Fail(fake.OpSyncPod, nil)
+
+	release := h.cache.Hold() // the cache never becomes fresher
+	defer release()
+	h.clock.Step(20*time.Second - time.Millisecond)
+	h.send(upd(messages.SyncPodSync, p)) // a resync just before the end
+	eventually(t, "the resync waiting for the cache", func() bool { return len(h.cache.MinTimes("u1")) == 2 })
+	reads := h.rt.Count(fake.OpGetPodStatus)
+	h.never("a sync before the back-off ends", func() bool { return h.rt.Count(fake.OpSyncPod) != 1 })
+
+	h.clock.Step(time.Millisecond)
+	eventually(t, "a sync at the back-off's end, the cache still held", func() bool { return h.rt.Count(fake.OpSyncPod) >= 2 })
+	if h.rt.Count(fake.OpGetPodStatus) == reads {
+		t.Fatal("the woken sync did not read the runtime")
+	}
+}

@@ -147,10 +147,15 @@ func (a *podActor) startNext(ctx actor.Context) {
 	cfg := a.cfg
 	switch a.workType {
 	case messages.SyncWork:
+		readNow, stopWaiting := context.WithCancel(context.Background())
 		j := syncJob{uid: a.uid, pod: a.pod, minTime: a.lastSyncTime, probes: a.probeMap(),
-			restart: a.restart, restartAll: a.restartAll, readRuntime: a.readRuntime}
+			restart: a.restart, restartAll: a.restartAll, readRuntime: a.readRuntime, readNow: readNow}
 		a.restart, a.restartAll, a.readRuntime = nil, false, false
-		a.launch(ctx, workSync, func(wctx context.Context) workDone { return runSync(wctx, cfg, j) })
+		a.launch(ctx, workSync, func(wctx context.Context) workDone {
+			defer stopWaiting()
+			return runSync(wctx, cfg, j)
+		})
+		a.stopWaiting = stopWaiting
 	case messages.TerminatingWork:
 		j := killJob{uid: a.uid, pod: a.pod, minTime: a.lastSyncTime, grace: *a.grace}
 		if a.pod == nil {

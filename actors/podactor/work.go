@@ -61,20 +61,17 @@ type syncJob struct {
 	// in evented mode the cache only moves on at the next freshness tick
 	// (up to a relist period later).
 	readRuntime bool
+	// readNow ends a wait for the PLEG cache early: the sync reads the
+	// runtime instead (a back-off ended while the sync was waiting).
+	readNow context.Context
 }
 
 // runSync waits for fresh status, restarts requested containers, derives the
 // API status and, unless the pod is terminal, syncs the runtime.
 func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
-	var status *cri.PodStatus
-	var err error
-	if j.readRuntime {
-		if status, err = cfg.Runtime.GetPodStatus(ctx, j.uid, j.pod.Name, j.pod.Namespace); err != nil {
-			r.err = fmt.Errorf("read status of pod %q from the runtime: %w", j.uid, err)
-			return r
-		}
-	} else if status, err = cfg.Cache.GetNewerThan(ctx, j.uid, j.minTime); err != nil {
-		r.err = fmt.Errorf("wait for status of pod %q newer than %s: %w", j.uid, j.minTime.Format(time.RFC3339Nano), err)
+	status, err := syncStatus(ctx, cfg, j)
+	if err != nil {
+		r.err = err
 		return r
 	}
 	r.acting = cfg.Clock.Now()
@@ -112,6 +109,31 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 		}
 	}
 	return r
+}
+
+// syncStatus is the runtime status a sync acts on: the PLEG cache's once it
+// is newer than minTime, or the runtime's own when the job asks for it or
+// j.readNow ends the wait first.
+func syncStatus(ctx context.Context, cfg Config, j syncJob) (*cri.PodStatus, error) {
+	if !j.readRuntime {
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if j.readNow != nil {
+			defer context.AfterFunc(j.readNow, cancel)()
+		}
+		status, err := cfg.Cache.GetNewerThan(wctx, j.uid, j.minTime)
+		if err == nil {
+			return status, nil
+		}
+		if ctx.Err() != nil || j.readNow == nil || j.readNow.Err() == nil {
+			return nil, fmt.Errorf("wait for status of pod %q newer than %s: %w", j.uid, j.minTime.Format(time.RFC3339Nano), err)
+		}
+	}
+	status, err := cfg.Runtime.GetPodStatus(ctx, j.uid, j.pod.Name, j.pod.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("read status of pod %q from the runtime: %w", j.uid, err)
+	}
+	return status, nil
 }
 
 // steady reports whether every container of the pod was running before the
