@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
 )
 
 // Priorities of runtime work under a Limit: a pod that already has its
@@ -40,7 +42,7 @@ type limited struct {
 }
 
 func (l *limited) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
-	if err := l.sem.acquire(ctx, prioSandbox); err != nil {
+	if err := l.acquire(ctx, prioSandbox, "RunPodSandbox"); err != nil {
 		return "", fmt.Errorf("RunPodSandbox: waiting for a runtime slot: %w", err)
 	}
 	defer l.sem.release()
@@ -48,7 +50,7 @@ func (l *limited) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 }
 
 func (l *limited) CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
-	if err := l.sem.acquire(ctx, prioStart); err != nil {
+	if err := l.acquire(ctx, prioStart, "CreateContainer"); err != nil {
 		return "", fmt.Errorf("CreateContainer: waiting for a runtime slot: %w", err)
 	}
 	defer l.sem.release()
@@ -72,11 +74,22 @@ func (l *limited) RemoveContainer(ctx context.Context, containerID string) error
 }
 
 func (l *limited) do(ctx context.Context, prio int, verb string, call func() error) error {
-	if err := l.sem.acquire(ctx, prio); err != nil {
+	if err := l.acquire(ctx, prio, verb); err != nil {
 		return fmt.Errorf("%s: waiting for a runtime slot: %w", verb, err)
 	}
 	defer l.sem.release()
 	return call()
+}
+
+// acquire takes a slot for verb, logging the wait at verbosity 6.
+func (l *limited) acquire(ctx context.Context, prio int, verb string) error {
+	if !klog.V(6).Enabled() {
+		return l.sem.acquire(ctx, prio)
+	}
+	start := time.Now()
+	err := l.sem.acquire(ctx, prio)
+	klog.V(6).InfoS("Runtime slot", "verb", verb, "waited", time.Since(start))
+	return err
 }
 
 // prioritySem is a counting semaphore whose waiters are served by priority,
