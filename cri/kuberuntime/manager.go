@@ -81,6 +81,7 @@ type Manager struct {
 
 	mu          sync.Mutex
 	runtimeName string
+	versionMu   sync.Mutex // one Version call at a time: the first syncs share it
 }
 
 // NewManager returns a manager driving rt.
@@ -141,6 +142,16 @@ func (m *Manager) event(pod *v1.Pod, eventType, reason, format string, args ...a
 func (m *Manager) runtimeNameFor(ctx context.Context) string {
 	m.mu.Lock()
 	name := m.runtimeName
+	m.mu.Unlock()
+	if name != "" {
+		return name
+	}
+	// Many pod actors sync at once after a start: one asks, the others
+	// wait for its answer instead of each sending a Version call.
+	m.versionMu.Lock()
+	defer m.versionMu.Unlock()
+	m.mu.Lock()
+	name = m.runtimeName
 	m.mu.Unlock()
 	if name != "" {
 		return name
