@@ -73,15 +73,33 @@ func (m *Manager) RemoveDeadContainers(ctx context.Context, uid types.UID) error
 // emptyDir volumes and logs, and forgets its back-offs and failure reasons.
 // Containers still running are stopped at once (the pod is terminated: its
 // grace period was spent by KillPod).
+//
+// A sandbox takes its containers with it: CRI's RemovePodSandbox forcibly
+// stops and removes them (containerd, the process runtime), and
+// StopPodSandbox stops them, so only a sandbox still ready is stopped first
+// and only containers outside the listed sandboxes are stopped and removed
+// one by one. Teardown of many pods is bound by these calls under the
+// runtime-call limit: half as many as one call per object.
 func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
 	sel := map[string]string{LabelPodUID: string(uid)}
+	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
+	}
 	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
 	if err != nil {
 		return fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
+	listed := map[string]bool{}
+	for _, s := range sandboxes {
+		listed[s.Id] = true
+	}
 	var errs []error
 	var logDir string
 	for _, c := range containers {
+		if listed[c.PodSandboxId] {
+			continue // removed with its sandbox
+		}
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			if err := m.rt.StopContainer(ctx, c.Id, 0); err != nil && !isNotFound(err) {
 				errs = append(errs, fmt.Errorf("stop container %q: %w", c.Id, err))
@@ -92,20 +110,13 @@ func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
 			errs = append(errs, fmt.Errorf("remove container %q: %w", c.Id, err))
 		}
 	}
-	sandboxes, err := m.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-	if err != nil {
-		return errors.Join(append(errs, fmt.Errorf("list sandboxes of pod %s: %w", uid, err))...)
-	}
 	for _, s := range sandboxes {
 		if ns, name := s.Labels[LabelPodNamespace], s.Labels[LabelPodName]; m.opts.PodLogsDir != "" && ns != "" && name != "" {
 			logDir = filepath.Join(m.opts.PodLogsDir, fmt.Sprintf("%s_%s_%s", ns, name, uid))
 		}
-		if err := m.rt.StopPodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("stop sandbox %q: %w", s.Id, err))
-			continue
-		}
-		if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove sandbox %q: %w", s.Id, err))
+		stopped := s.State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY && !runningIn(containers, s.Id)
+		if err := m.removeSandbox(ctx, s.Id, stopped); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
@@ -123,4 +134,34 @@ func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
 	}
 	m.forgetPod(uid)
 	return errors.Join(errs...)
+}
+
+// removeSandbox removes a sandbox, stopping it first unless it is known to
+// be stopped; a removal refused all the same (a runtime that wants its own
+// stop, e.g. to release the network namespace) is retried after one.
+func (m *Manager) removeSandbox(ctx context.Context, id string, stopped bool) error {
+	if stopped {
+		err := m.rt.RemovePodSandbox(ctx, id)
+		if err == nil || isNotFound(err) {
+			return nil
+		}
+		klog.V(4).InfoS("Removing a stopped sandbox failed, stopping it again first", "podSandboxID", id, "err", err)
+	}
+	if err := m.rt.StopPodSandbox(ctx, id); err != nil && !isNotFound(err) {
+		return fmt.Errorf("stop sandbox %q: %w", id, err)
+	}
+	if err := m.rt.RemovePodSandbox(ctx, id); err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove sandbox %q: %w", id, err)
+	}
+	return nil
+}
+
+// runningIn reports whether a container of the list runs in the sandbox.
+func runningIn(containers []*runtimeapi.Container, sandboxID string) bool {
+	for _, c := range containers {
+		if c.PodSandboxId == sandboxID && c.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			return true
+		}
+	}
+	return false
 }

@@ -36,6 +36,24 @@ func (f *fakeRuntime) StopContainer(ctx context.Context, id string, timeout int6
 	return f.FakeRuntimeService.StopContainer(ctx, id, timeout)
 }
 
+// RemovePodSandbox removes the sandbox and its containers, as CRI says
+// ("any running containers in the sandbox must be forcibly terminated and
+// removed") and containerd and the process runtime do; the upstream fake
+// leaves the containers behind.
+func (f *fakeRuntime) RemovePodSandbox(ctx context.Context, id string) error {
+	if err := f.FakeRuntimeService.RemovePodSandbox(ctx, id); err != nil {
+		return err
+	}
+	f.FakeRuntimeService.Lock()
+	defer f.FakeRuntimeService.Unlock()
+	for cid, c := range f.Containers {
+		if c.SandboxID == id {
+			delete(f.Containers, cid)
+		}
+	}
+	return nil
+}
+
 func (f *fakeRuntime) stopTimeout(id string) (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -243,4 +244,45 @@ func (e *env) startKill(t *testing.T, pod *v1.Pod) (cancel context.CancelFunc, d
 	result := make(chan error, 1)
 	go func() { result <- e.m.KillPod(ctx, pod, pods[0], nil) }()
 	return cancel, result
+}
+
+// Cleanup after a kill removes each sandbox with one call: the kill stopped
+// it, and the sandbox takes its containers with it. A sandbox still ready
+// (no kill ran) is stopped first.
+func TestCleanupPodRemovesStoppedSandboxesWithOneCall(t *testing.T) {
+	for _, killed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("killed=%v", killed), func(t *testing.T) {
+			e := newEnv(t)
+			pod := newPod("web", "app", "side")
+			if err := e.sync(t, pod, nil).Error(); err != nil {
+				t.Fatal(err)
+			}
+			if killed {
+				pods, _ := e.m.GetPods(context.Background(), false)
+				if err := e.m.KillPod(context.Background(), pod, pods[0], nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stops, removes := e.rt.count("StopPodSandbox"), e.rt.count("RemoveContainer")
+			if err := e.m.CleanupPod(context.Background(), pod.UID); err != nil {
+				t.Fatal(err)
+			}
+			wantStops := 1
+			if killed {
+				wantStops = 0
+			}
+			if n := e.rt.count("StopPodSandbox") - stops; n != wantStops {
+				t.Errorf("StopPodSandbox calls by cleanup = %d, want %d", n, wantStops)
+			}
+			if n := e.rt.count("RemoveContainer") - removes; n != 0 {
+				t.Errorf("RemoveContainer calls by cleanup = %d, want 0 (removed with the sandbox)", n)
+			}
+			if n := e.rt.count("RemovePodSandbox"); n != 1 {
+				t.Errorf("RemovePodSandbox calls = %d, want 1", n)
+			}
+			if all, _ := e.m.GetPods(context.Background(), true); len(all) != 0 {
+				t.Errorf("runtime pods after cleanup = %d", len(all))
+			}
+		})
+	}
 }
