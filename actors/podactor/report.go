@@ -67,6 +67,9 @@ func (a *podActor) terminatedDone(ctx actor.Context, m *workDone) {
 	if m.err != nil {
 		klog.ErrorS(m.err, "Error computing final pod status, using the last known one", "podUID", a.uid)
 	}
+	if !m.acting.IsZero() {
+		klog.V(4).InfoS("Pod work done", "pod", klog.KObj(a.pod), "podUID", a.uid, "work", m.kind, "waitedForStatus", m.acting.Sub(m.started))
+	}
 	if a.pod != nil {
 		base := a.pod.Status
 		if m.apiStatus != nil {
@@ -99,6 +102,8 @@ func (a *podActor) report(ctx actor.Context, m *workDone, phaseChanged bool) {
 	if from.IsZero() {
 		from = m.started // it failed before acting
 	}
+	klog.V(4).InfoS("Pod work done", "pod", klog.KObj(a.pod), "podUID", a.uid, "work", m.kind,
+		"waitedForStatus", from.Sub(m.started), "acted", now.Sub(from), "requeueAfter", after)
 	ctx.Send(ctx.Parent(), &messages.PodSyncCompleted{UID: a.uid, UpdateType: ut, Err: errText, Duration: now.Sub(from), RequeueAfter: after})
 	if m.apiStatus != nil && a.pod != nil && !m.canceled() {
 		a.lastStatus = m.apiStatus
