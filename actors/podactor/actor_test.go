@@ -381,3 +381,28 @@ func TestSidecarStartupSuccessSyncsAndIsPassed(t *testing.T) {
 	h.send(&messages.ProbeResultChanged{PodUID: "u1", ContainerName: p.Spec.Containers[0].Name, ContainerID: "c1", Kind: messages.Startup, Result: messages.ProbeSuccess})
 	h.never("sync on a regular container's startup success", func() bool { return h.rt.Count(fake.OpSyncPod) != 2 })
 }
+
+// The final status of a killed pod is read from the runtime, not waited for
+// in the PLEG cache: the kill changed the runtime, and the cache would show
+// it only at its next inspection or freshness tick.
+func TestFinalStatusIsReadFromTheRuntimeAfterTheKill(t *testing.T) {
+	h := newHarness(t, "u1")
+	release := h.rt.Hold(fake.OpKillPod)
+	defer release()
+	p := testPod("u1", 1, int64p(1))
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "running status", func() bool { return len(messagesOf[*messages.PodStatusComputed](h)) == 1 })
+	h.send(upd(messages.SyncPodKill, p))
+	eventually(t, "kill in flight", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
+	hold := h.cache.Hold() // the cache never becomes fresher than the kill
+	defer hold()
+	reads := h.rt.Count(fake.OpGetPodStatus)
+	release()
+	eventually(t, "finished", func() bool {
+		s := h.states()
+		return len(s) > 0 && s[len(s)-1] == "finished"
+	})
+	if h.rt.Count(fake.OpGetPodStatus) == reads {
+		t.Fatal("the final status was not read from the runtime")
+	}
+}

@@ -59,7 +59,7 @@ func (a *podActor) killDone(ctx actor.Context, m *workDone) {
 		a.startNext(ctx)
 		return
 	}
-	a.becomeTerminated(ctx)
+	a.becomeTerminated(ctx, true)
 }
 
 // terminatedDone publishes the final status and finishes the worker.

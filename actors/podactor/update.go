@@ -41,7 +41,7 @@ func (a *podActor) update(ctx actor.Context, u *messages.SyncPod) {
 		klog.V(2).InfoS("Pod is terminal and not running, skipping to terminated", "pod", klog.KObj(u.Pod), "phase", u.Pod.Status.Phase)
 		a.lastPhase = u.Pod.Status.Phase
 		a.becomeTerminating(ctx, nil)
-		a.becomeTerminated(ctx)
+		a.becomeTerminated(ctx, false)
 		return
 	}
 	if a.workType == messages.SyncWork && requestsTermination(u) {
@@ -125,15 +125,15 @@ func (a *podActor) becomeTerminating(ctx actor.Context, kill *messages.KillOptio
 }
 
 // becomeTerminated moves Terminating → Terminated and derives the final
-// status.
-func (a *podActor) becomeTerminated(ctx actor.Context) {
+// status (killed: a kill just ended).
+func (a *podActor) becomeTerminated(ctx actor.Context, killed bool) {
 	a.workType = messages.TerminatedWork
 	a.pending = nil
 	a.behavior.Become(a.terminated)
 	a.notifyState(ctx)
 	cfg, uid, pod, minTime := a.cfg, a.uid, a.pod, a.lastSyncTime
 	a.launch(ctx, workTerminated, func(wctx context.Context) workDone {
-		return runTerminated(wctx, cfg, uid, pod, minTime)
+		return runTerminated(wctx, cfg, uid, pod, minTime, killed)
 	})
 }
 

@@ -197,15 +197,26 @@ func runKill(ctx context.Context, cfg Config, j killJob) (r workDone) {
 	return r
 }
 
-// runTerminated derives the final status of a stopped pod.
-func runTerminated(ctx context.Context, cfg Config, uid types.UID, pod *v1.Pod, minTime time.Time) (r workDone) {
+// runTerminated derives the final status of a stopped pod. After a kill
+// (killed) it reads the runtime now: the kill changed it, and the PLEG
+// cache would only show that once its inspection of the exits, or its next
+// freshness tick, is newer than the kill's end (up to a relist period, on
+// every deleted pod's way to cleanup); the cache is the fallback when the
+// read fails. A pod terminal on first sight uses the cache.
+func runTerminated(ctx context.Context, cfg Config, uid types.UID, pod *v1.Pod, minTime time.Time, killed bool) (r workDone) {
 	if pod == nil {
 		return r // an orphan has no API status
 	}
-	status, err := cfg.Cache.GetNewerThan(ctx, uid, minTime)
+	var status *cri.PodStatus
+	err := errors.New("no kill ran")
+	if killed {
+		status, err = cfg.Runtime.GetPodStatus(ctx, uid, pod.Name, pod.Namespace)
+	}
 	if err != nil {
-		r.err = fmt.Errorf("wait for final status of pod %q: %w", uid, err)
-		return r
+		if status, err = cfg.Cache.GetNewerThan(ctx, uid, minTime); err != nil {
+			r.err = fmt.Errorf("wait for final status of pod %q: %w", uid, err)
+			return r
+		}
 	}
 	r.acting = cfg.Clock.Now()
 	r.status = status
