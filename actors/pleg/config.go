@@ -40,6 +40,11 @@ type Config struct {
 	// EventedRelistPeriod is the safety-net relist interval while the
 	// container event stream works.
 	EventedRelistPeriod time.Duration
+	// NodeName, when set, is the node whose pods this PLEG follows: a
+	// container event of a sandbox labelled with another node (an agent
+	// sharing the runtime, a benchmark's raw pods) is ignored, as relists
+	// only list this node's pods.
+	NodeName string
 	// Observer, when set, is called after every relist (for metrics). It must
 	// not block.
 	Observer func(RelistObservation)

@@ -11,8 +11,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// podUIDLabel is the sandbox label carrying the pod UID.
-const podUIDLabel = "io.kubernetes.pod.uid"
+// podUIDLabel is the sandbox label carrying the pod UID; nodeLabel the one
+// naming the node that created it (kuberuntime.LabelNode).
+const (
+	podUIDLabel = "io.kubernetes.pod.uid"
+	nodeLabel   = "io.actorlet.node"
+)
 
 // errStreamClosed is the stream ending without an error from the runtime.
 var errStreamClosed = errors.New("container event stream closed by the runtime")
@@ -99,6 +103,9 @@ func (p *plegActor) handleContainerEvent(ctx context.Context, ev *runtimeapi.Con
 	if uid == "" {
 		klog.V(4).InfoS("Ignoring container event without a pod", "containerID", ev.GetContainerId(), "type", ev.GetContainerEventType())
 		return nil
+	}
+	if node := sandbox.GetLabels()[nodeLabel]; node != "" && p.cfg.NodeName != "" && node != p.cfg.NodeName {
+		return nil // another node's pod: not inspected, not reported
 	}
 
 	ts := p.cfg.Clock.Now()

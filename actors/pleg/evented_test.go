@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/messages"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 // noEventsRuntime is a runtime like containerd 1.6: GetContainerEvents is
@@ -276,4 +277,35 @@ func TestEventedPLEGKeepsCacheFreshBetweenRelists(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("cache never became newer than the last sync while the stream was idle")
+}
+
+// An event of another node's pod (an agent sharing the runtime) is neither
+// inspected nor reported: relists list only this node's pods, and events
+// follow them.
+func TestEventOfAnotherNodesPodIsIgnored(t *testing.T) {
+	cfg, fake, lister, _ := newTestConfig()
+	cfg.NodeName = "n1"
+	stream := newStreamingRuntime(fake)
+	cfg.CRI = stream
+	rec := spawnPLEG(t, cfg)
+	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
+
+	foreign := containerEvent("u2", "c2", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	foreign.PodSandboxStatus.Labels = map[string]string{nodeLabel: "n2"}
+	stream.events <- foreign
+	own := containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	own.PodSandboxStatus.Labels = map[string]string{nodeLabel: "n1"}
+	stream.events <- own
+	eventually(t, wait, "the own pod's event", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"})
+	})
+	if rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u2", Type: messages.ContainerStarted, ContainerID: "c2"}) {
+		t.Fatal("another node's pod was reported")
+	}
+	cfg.Cache.mu.Lock()
+	_, inspected := cfg.Cache.pods["u2"]
+	cfg.Cache.mu.Unlock()
+	if inspected {
+		t.Fatal("another node's pod was inspected into the cache")
+	}
 }

@@ -242,7 +242,7 @@ func (a *Agent) startActors() error {
 	a.statuses = publisher
 	sink := &agentSink{next: publisher, metrics: a.metrics}
 
-	plegCfg := pleg.Config{Runtime: a.manager, CRI: a.runtime, Cache: cache, RelistPeriod: cfg.RelistPeriod, Observer: a.metrics.observeRelist}
+	plegCfg := pleg.Config{Runtime: a.manager, CRI: a.runtime, Cache: cache, RelistPeriod: cfg.RelistPeriod, NodeName: cfg.NodeName, Observer: a.metrics.observeRelist}
 	if err := plegCfg.Validate(); err != nil {
 		return err
 	}
