@@ -207,7 +207,6 @@ func TestEventedPLEG(t *testing.T) {
 	}{
 		{runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "c1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerDied, ContainerID: "c1"}},
 		{runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, "c1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerRemoved, ContainerID: "c1"}},
-		{runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, "c2", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerChanged, ContainerID: "c2"}},
 		{runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "sb-u1", messages.PodLifecycleEvent{PodUID: "u1", Type: messages.SandboxChanged}},
 	} {
 		stream.events <- containerEvent("u1", tc.id, tc.typ)
@@ -307,5 +306,31 @@ func TestEventOfAnotherNodesPodIsIgnored(t *testing.T) {
 	cfg.Cache.mu.Unlock()
 	if inspected {
 		t.Fatal("another node's pod was inspected into the cache")
+	}
+}
+
+// A container's creation is no lifecycle event and costs no inspection, as
+// in the kubelet's PLEGs: the agent created it, and its start or exit
+// follows.
+func TestCreatedEventIsNotInspectedOrReported(t *testing.T) {
+	cfg, fake, lister, _ := newTestConfig()
+	stream := newStreamingRuntime(fake)
+	cfg.CRI = stream
+	rec := spawnPLEG(t, cfg)
+	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
+
+	stream.events <- containerEvent("u2", "c2", runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
+	stream.events <- containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	eventually(t, wait, "the start's event", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"})
+	})
+	if rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u2", Type: messages.ContainerChanged, ContainerID: "c2"}) {
+		t.Fatal("a creation was reported")
+	}
+	cfg.Cache.mu.Lock()
+	_, inspected := cfg.Cache.pods["u2"]
+	cfg.Cache.mu.Unlock()
+	if inspected {
+		t.Fatal("a creation was inspected into the cache")
 	}
 }
