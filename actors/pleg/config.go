@@ -41,9 +41,9 @@ type Config struct {
 	// container event stream works.
 	EventedRelistPeriod time.Duration
 	// NodeName, when set, is the node whose pods this PLEG follows: a
-	// container event of a sandbox labelled with another node (an agent
-	// sharing the runtime, a benchmark's raw pods) is ignored, as relists
-	// only list this node's pods.
+	// container event of a sandbox not labelled with it (another agent
+	// sharing the runtime, pods created by other CRI clients) is ignored,
+	// as relists only list this node's pods (kuberuntime.Options.NodeName).
 	NodeName string
 	// Observer, when set, is called after every relist (for metrics). It must
 	// not block.

@@ -104,8 +104,8 @@ func (p *plegActor) handleContainerEvent(ctx context.Context, ev *runtimeapi.Con
 		klog.V(4).InfoS("Ignoring container event without a pod", "containerID", ev.GetContainerId(), "type", ev.GetContainerEventType())
 		return nil
 	}
-	if node := sandbox.GetLabels()[nodeLabel]; node != "" && p.cfg.NodeName != "" && node != p.cfg.NodeName {
-		return nil // another node's pod: not inspected, not reported
+	if p.cfg.NodeName != "" && sandbox.GetLabels()[nodeLabel] != p.cfg.NodeName {
+		return nil // not this node's pod (relists do not list it): not inspected, not reported
 	}
 
 	if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT {

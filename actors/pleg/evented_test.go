@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
 
@@ -278,9 +279,9 @@ func TestEventedPLEGKeepsCacheFreshBetweenRelists(t *testing.T) {
 	t.Fatal("cache never became newer than the last sync while the stream was idle")
 }
 
-// An event of another node's pod (an agent sharing the runtime) is neither
-// inspected nor reported: relists list only this node's pods, and events
-// follow them.
+// An event of a pod not labelled with this node (another agent sharing the
+// runtime, another CRI client's pod) is neither inspected nor reported:
+// relists list only this node's pods, and events follow them.
 func TestEventOfAnotherNodesPodIsIgnored(t *testing.T) {
 	cfg, fake, lister, _ := newTestConfig()
 	cfg.NodeName = "n1"
@@ -292,20 +293,25 @@ func TestEventOfAnotherNodesPodIsIgnored(t *testing.T) {
 	foreign := containerEvent("u2", "c2", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	foreign.PodSandboxStatus.Labels = map[string]string{nodeLabel: "n2"}
 	stream.events <- foreign
+	stream.events <- containerEvent("u3", "c3", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT) // no node label
 	own := containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	own.PodSandboxStatus.Labels = map[string]string{nodeLabel: "n1"}
 	stream.events <- own
 	eventually(t, wait, "the own pod's event", func() bool {
 		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"})
 	})
-	if rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u2", Type: messages.ContainerStarted, ContainerID: "c2"}) {
-		t.Fatal("another node's pod was reported")
-	}
-	cfg.Cache.mu.Lock()
-	_, inspected := cfg.Cache.pods["u2"]
-	cfg.Cache.mu.Unlock()
-	if inspected {
-		t.Fatal("another node's pod was inspected into the cache")
+	for _, uid := range []types.UID{"u2", "u3"} {
+		for _, ev := range rec.events() {
+			if ev.PodUID == uid {
+				t.Fatalf("pod %s, not this node's, was reported: %v", uid, ev)
+			}
+		}
+		cfg.Cache.mu.Lock()
+		_, inspected := cfg.Cache.pods[uid]
+		cfg.Cache.mu.Unlock()
+		if inspected {
+			t.Fatalf("pod %s, not this node's, was inspected into the cache", uid)
+		}
 	}
 }
 
