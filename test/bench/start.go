@@ -45,7 +45,11 @@ func benchStart(ctx context.Context, e *env) error {
 		"raw total all at once", "actorlet teardown", "raw teardown", "ratio teardown")
 	sweep := newTable("Raw CRI: all N pods Running at each concurrency (ms, total)", "N", "conc.", "raw total", "raw teardown")
 	for _, n := range e.startSizes {
-		agentRun, err := startThroughAgent(ctx, e, rt, spec, node, n)
+		// The agent runs once before and once after the raw sweep and the
+		// better round counts, as the raw side counts its best round: on a
+		// shared machine the load drifts over the minutes of a sweep, and
+		// a single agent round first would carry all of that drift.
+		agentRun, err := startThroughAgent(ctx, e, rt, spec, node, n, "a")
 		if err != nil {
 			return err
 		}
@@ -65,12 +69,19 @@ func benchStart(ctx context.Context, e *env) error {
 				best = r
 			}
 		}
+		again, err := startThroughAgent(ctx, e, rt, spec, node, n, "b")
+		if err != nil {
+			return err
+		}
+		if again.start.max() < agentRun.start.max() {
+			agentRun = again
+		}
 		t.add(n, agentRun.start.percentile(50), agentRun.start.max(), concLabel(best.conc, n),
 			best.start.percentile(50), best.start.max(), ratio(agentRun.start.max(), best.start.max()),
 			allAtOnce.start.max(), agentRun.teardown, best.teardown, ratio(agentRun.teardown, best.teardown))
 	}
 	t.note("runtime: %s; one container per pod running `sleep 3600` under a shell that exits at SIGTERM, image %s", rt.kind, rt.image)
-	t.note("actorlet: all N pods written to KV %s at once (32 concurrent writers), --max-parallel-runtime-calls %d; latency = first status in KV actorlet_status with phase Running and the container running, minus the time the apply began", "actorlet_desired", agent.DefaultConfig().MaxParallelRuntimeCalls)
+	t.note("actorlet: all N pods written to KV %s at once (32 concurrent writers), --max-parallel-runtime-calls %d; latency = first status in KV actorlet_status with phase Running and the container running, minus the time the apply began; the better of two rounds, one before and one after the raw sweep (with its teardown)", "actorlet_desired", agent.DefaultConfig().MaxParallelRuntimeCalls)
 	t.note("raw CRI: RunPodSandbox + CreateContainer + StartContainer per pod at each fixed concurrency of the sweep below, and all N at once; the best total is the floor; latency = StartContainer returned, minus the start")
 	t.note("teardown: actorlet = all N desired keys deleted → every sandbox of the node removed from the runtime; raw = StopPodSandbox + RemovePodSandbox of N sandboxes at the best start concurrency")
 	t.note("the agent learns a container runs from the PLEG (evented on containerd), the raw client from StartContainer's reply")
@@ -130,9 +141,9 @@ type agentRun struct {
 	teardown time.Duration
 }
 
-func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpec, node string, n int) (agentRun, error) {
+func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpec, node string, n int, round string) (agentRun, error) {
 	var run agentRun
-	prefix := fmt.Sprintf("s%d", n)
+	prefix := fmt.Sprintf("s%d%s", n, round)
 	values, err := spec.nodePods(node, prefix, n)
 	if err != nil {
 		return run, err
