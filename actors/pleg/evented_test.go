@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,29 @@ type streamingRuntime struct {
 
 	mu       sync.Mutex
 	attempts int
+	// flip makes every other Status answer "not ready", so every poll
+	// result the PLEG handles reaches its parent as a RuntimeHealthChanged:
+	// a test sees that a tick was handled to its end.
+	flip     bool
+	statuses int
+	// gate, when set, holds the stream's establishment until closed.
+	gate chan struct{}
+}
+
+// Status answers as the fake, every other time not ready when flip is set.
+func (r *streamingRuntime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	r.mu.Lock()
+	r.statuses++
+	notReady := r.flip && r.statuses%2 == 0
+	r.mu.Unlock()
+	resp, err := r.FakeRuntimeService.Status(ctx, verbose)
+	if err != nil || !notReady {
+		return resp, err
+	}
+	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: false, Reason: "Flipped"},
+		{Type: runtimeapi.NetworkReady, Status: true},
+	}}}, nil
 }
 
 func newStreamingRuntime(fake *critesting.FakeRuntimeService) *streamingRuntime {
@@ -55,7 +79,15 @@ func newStreamingRuntime(fake *critesting.FakeRuntimeService) *streamingRuntime 
 func (r *streamingRuntime) GetContainerEvents(ctx context.Context, ch chan *runtimeapi.ContainerEventResponse, established func(runtimeapi.RuntimeService_GetContainerEventsClient)) error {
 	r.mu.Lock()
 	r.attempts++
+	gate := r.gate
 	r.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	established(nil)
 	for {
 		select {
@@ -174,6 +206,8 @@ func TestEventedPLEG(t *testing.T) {
 	cfg.EventedRelistPeriod = 10 * time.Second
 	stream := newStreamingRuntime(fake)
 	cfg.CRI = stream
+	var relisted atomic.Int32 // relists the actor has seen finish
+	cfg.Observer = func(RelistObservation) { relisted.Add(1) }
 	rec := spawnPLEG(t, cfg)
 
 	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
@@ -215,24 +249,41 @@ func TestEventedPLEG(t *testing.T) {
 	}
 
 	// While evented, the relist runs only every EventedRelistPeriod. Each
-	// tick polls the runtime status: that shows the tick was handled.
+	// tick polls the runtime status, whose answer flips between ready and
+	// not ready: its report to the parent shows the tick was handled to the
+	// end. (Waiting for the poll's call alone raced: the next tick could
+	// arrive before the poll's result, and a tick skips its poll while one
+	// is in flight.)
+	stream.mu.Lock()
+	stream.flip = true
+	stream.mu.Unlock()
 	for i := 0; i < 9; i++ {
-		polls := statusCalls(fake)
+		reports := len(rec.runtimeHealth())
 		clk.Step(time.Second)
-		eventually(t, wait, "tick handled", func() bool { return statusCalls(fake) > polls })
+		eventually(t, wait, "tick handled", func() bool { return len(rec.runtimeHealth()) > reports })
 	}
 	if got := lister.calls(); got != 1 {
 		t.Fatalf("relisted %d times within the evented period, want 1", got)
 	}
 	eventually(t, wait, "safety-net relist", func() bool { clk.Step(time.Second); return lister.calls() == 2 })
+	// A relist starts only once the actor saw the last one finish (a
+	// relist in flight makes the next one skip): wait for that each time.
+	eventually(t, wait, "safety-net relist done", func() bool { return relisted.Load() == 2 })
 
-	// The stream breaks: relist at once, then every RelistPeriod.
+	// The stream breaks: relist at once, then every RelistPeriod. Its
+	// retry (after a back-off of one second, like the relist period) is
+	// held until then: established first, it would make the tick evented.
+	gate := make(chan struct{})
+	stream.mu.Lock()
+	stream.gate = gate
+	stream.mu.Unlock()
 	stream.breaks <- errors.New("connection reset")
-	eventually(t, wait, "immediate relist after the stream broke", func() bool { return lister.calls() == 3 })
+	eventually(t, wait, "immediate relist after the stream broke", func() bool { return lister.calls() == 3 && relisted.Load() == 3 })
 	clk.Step(time.Second)
 	eventually(t, wait, "relisting at RelistPeriod", func() bool { return lister.calls() >= 4 })
 	// ... and the stream is retried after its back-off.
-	eventually(t, wait, "stream retried", func() bool { clk.Step(time.Second); return stream.calls() == 2 })
+	eventually(t, wait, "stream retried", func() bool { return stream.calls() == 2 })
+	close(gate)
 	stream.events <- containerEvent("u1", "c3", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	eventually(t, wait, "events from the new stream", func() bool {
 		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c3"})
