@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -282,6 +283,34 @@ func TestCleanupPodRemovesStoppedSandboxesWithOneCall(t *testing.T) {
 			}
 			if all, _ := e.m.GetPods(context.Background(), true); len(all) != 0 {
 				t.Errorf("runtime pods after cleanup = %d", len(all))
+			}
+		})
+	}
+}
+
+// A StopContainer that fails while the container exited anyway (containerd
+// 1.6: "ttrpc: closed" when the shim goes away during the kill) is a kill
+// done; while the container still runs it is an error.
+func TestKillPodStopErrorOnAnExitedContainerIsDone(t *testing.T) {
+	for _, exited := range []bool{true, false} {
+		t.Run(fmt.Sprintf("exited=%v", exited), func(t *testing.T) {
+			e := newEnv(t)
+			pod := newPod("web", "app")
+			if err := e.sync(t, pod, nil).Error(); err != nil {
+				t.Fatal(err)
+			}
+			pods, _ := e.m.GetPods(context.Background(), false)
+			st, _ := e.status(t, pod)
+			if exited {
+				e.rt.exitContainer(t, st.FindContainerStatusByName("app").ID, 0, e.clock.Now())
+			}
+			e.rt.FakeRuntimeService.InjectError("StopContainer", errors.New("failed to kill container: ttrpc: closed: unknown"))
+			err := e.m.KillPod(context.Background(), pod, pods[0], nil)
+			if exited && err != nil {
+				t.Fatalf("KillPod = %v, want nil: the container exited", err)
+			}
+			if !exited && err == nil {
+				t.Fatal("KillPod = nil, want the StopContainer error: the container still runs")
 			}
 		})
 	}
