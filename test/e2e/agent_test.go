@@ -208,13 +208,15 @@ func (a *agent) cleanup(t *testing.T) {
 	} else if n > 0 {
 		t.Logf("cleanup: swept %d sandboxes of %s", n, namespace)
 	}
-	if t.Failed() {
+	if t.Failed() || os.Getenv("ACTORLET_E2E_KEEP_LOGS") != "" {
 		// Kept after the temp dir goes, for a closer look.
 		keep := filepath.Join(os.TempDir(), "actorlet-e2e-logs", runID, strings.ReplaceAll(t.Name(), "/", "_")+".log")
 		if b, err := os.ReadFile(a.logPath); err == nil && os.MkdirAll(filepath.Dir(keep), 0o755) == nil && os.WriteFile(keep, b, 0o644) == nil {
 			a.logPath = keep
 		}
-		t.Logf("actorlet log (%s), last lines:\n%s", a.logPath, a.logTail(150))
+		if t.Failed() {
+			t.Logf("actorlet log (%s), last lines:\n%s", a.logPath, a.logTail(150))
+		}
 	}
 }
 
