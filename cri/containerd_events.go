@@ -132,9 +132,9 @@ func (c *Client) withPod(ctx context.Context, id string, t runtimeapi.ContainerE
 			ContainerEventType: t,
 			PodSandboxStatus: &runtimeapi.PodSandboxStatus{
 				Metadata: &runtimeapi.PodSandboxMetadata{
-					Uid:       labels["io.kubernetes.pod.uid"],
-					Name:      labels["io.kubernetes.pod.name"],
-					Namespace: labels["io.kubernetes.pod.namespace"],
+					Uid:       labels[LabelPodUID],
+					Name:      labels[LabelPodName],
+					Namespace: labels[LabelPodNamespace],
 				},
 				Labels: labels,
 			},

@@ -5,17 +5,11 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
-)
-
-// podUIDLabel is the sandbox label carrying the pod UID; nodeLabel the one
-// naming the node that created it (kuberuntime.LabelNode).
-const (
-	podUIDLabel = "io.kubernetes.pod.uid"
-	nodeLabel   = "io.actorlet.node"
 )
 
 // errStreamClosed is the stream ending without an error from the runtime.
@@ -98,13 +92,13 @@ func (p *plegActor) handleContainerEvent(ctx context.Context, ev *runtimeapi.Con
 	meta := sandbox.GetMetadata()
 	uid := types.UID(meta.GetUid())
 	if uid == "" {
-		uid = types.UID(sandbox.GetLabels()[podUIDLabel])
+		uid = types.UID(sandbox.GetLabels()[cri.LabelPodUID])
 	}
 	if uid == "" {
 		klog.V(4).InfoS("Ignoring container event without a pod", "containerID", ev.GetContainerId(), "type", ev.GetContainerEventType())
 		return nil
 	}
-	if p.cfg.NodeName != "" && sandbox.GetLabels()[nodeLabel] != p.cfg.NodeName {
+	if p.cfg.NodeName != "" && sandbox.GetLabels()[cri.LabelNode] != p.cfg.NodeName {
 		return nil // not this node's pod (relists do not list it): not inspected, not reported
 	}
 

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
 
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -342,11 +343,11 @@ func TestEventOfAnotherNodesPodIsIgnored(t *testing.T) {
 	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
 
 	foreign := containerEvent("u2", "c2", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
-	foreign.PodSandboxStatus.Labels = map[string]string{nodeLabel: "n2"}
+	foreign.PodSandboxStatus.Labels = map[string]string{cri.LabelNode: "n2"}
 	stream.events <- foreign
 	stream.events <- containerEvent("u3", "c3", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT) // no node label
 	own := containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
-	own.PodSandboxStatus.Labels = map[string]string{nodeLabel: "n1"}
+	own.PodSandboxStatus.Labels = map[string]string{cri.LabelNode: "n1"}
 	stream.events <- own
 	eventually(t, wait, "the own pod's event", func() bool {
 		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"})

@@ -98,10 +98,10 @@ func (l *podLister) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
 	}
 	pods := map[types.UID]*cri.Pod{}
 	get := func(labels map[string]string) *cri.Pod {
-		uid := types.UID(labels[podUIDLabel])
+		uid := types.UID(labels[cri.LabelPodUID])
 		p, ok := pods[uid]
 		if !ok {
-			p = &cri.Pod{ID: uid, Name: labels["io.kubernetes.pod.name"], Namespace: labels["io.kubernetes.pod.namespace"]}
+			p = &cri.Pod{ID: uid, Name: labels[cri.LabelPodName], Namespace: labels[cri.LabelPodNamespace]}
 			pods[uid] = p
 		}
 		return p
@@ -130,7 +130,7 @@ func (l *podLister) GetPodStatus(ctx context.Context, uid types.UID, name, names
 	}
 	l.mu.Unlock()
 	status := &cri.PodStatus{ID: uid, Name: name, Namespace: namespace}
-	containers, err := l.fake.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{podUIDLabel: string(uid)}})
+	containers, err := l.fake.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{cri.LabelPodUID: string(uid)}})
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func fakeContainer(uid, id string, state runtimeapi.ContainerState) *critesting.
 			Id:       id,
 			Metadata: &runtimeapi.ContainerMetadata{Name: "c-" + id},
 			State:    state,
-			Labels:   map[string]string{podUIDLabel: uid, "io.kubernetes.pod.name": "pod-" + uid, "io.kubernetes.pod.namespace": "default"},
+			Labels:   map[string]string{cri.LabelPodUID: uid, cri.LabelPodName: "pod-" + uid, cri.LabelPodNamespace: "default"},
 		},
 	}
 }
@@ -165,7 +165,7 @@ func fakeSandbox(uid string, state runtimeapi.PodSandboxState) *critesting.FakeP
 		Id:       "sb-" + uid,
 		Metadata: &runtimeapi.PodSandboxMetadata{Name: "pod-" + uid, Namespace: "default", Uid: uid},
 		State:    state,
-		Labels:   map[string]string{podUIDLabel: uid, "io.kubernetes.pod.name": "pod-" + uid, "io.kubernetes.pod.namespace": "default"},
+		Labels:   map[string]string{cri.LabelPodUID: uid, cri.LabelPodName: "pod-" + uid, cri.LabelPodNamespace: "default"},
 	}}
 }
 

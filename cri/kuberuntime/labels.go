@@ -7,21 +7,19 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri"
 )
 
 // Labels and annotations the manager puts on sandboxes and containers; the
 // runtime hands them back, which is how a runtime pod is tied to its v1.Pod
 // (and how an orphan can be named and killed without its spec).
 const (
-	LabelPodName       = "io.kubernetes.pod.name"
-	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelPodName       = cri.LabelPodName
+	LabelPodNamespace  = cri.LabelPodNamespace
+	LabelPodUID        = cri.LabelPodUID
 	LabelContainerName = "io.kubernetes.container.name"
-	// LabelNode names the node (agent) that created a sandbox or container.
-	// Several agents may share one runtime (a benchmark beside a test run,
-	// two nodes on one host): each lists, adopts and kills as orphans only
-	// the pods carrying its own node name.
-	LabelNode = "io.actorlet.node"
+	LabelNode          = cri.LabelNode
 
 	AnnotationContainerHash          = "io.kubernetes.container.hash"
 	AnnotationRestartCount           = "io.kubernetes.container.restartCount"
