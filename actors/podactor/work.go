@@ -208,11 +208,11 @@ func runTerminated(ctx context.Context, cfg Config, uid types.UID, pod *v1.Pod, 
 		return r // an orphan has no API status
 	}
 	var status *cri.PodStatus
-	err := errors.New("no kill ran")
+	var err error
 	if killed {
 		status, err = cfg.Runtime.GetPodStatus(ctx, uid, pod.Name, pod.Namespace)
 	}
-	if err != nil {
+	if !killed || err != nil {
 		if status, err = cfg.Cache.GetNewerThan(ctx, uid, minTime); err != nil {
 			r.err = fmt.Errorf("wait for final status of pod %q: %w", uid, err)
 			return r
