@@ -268,7 +268,7 @@ func (s *Source) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 		s.send(u.op, u.pod)
 		added = added || u.op == messages.OpAdd
 	}
-	s.confirm(ctx, e)
+	s.confirm(e)
 	if added && isFleetKey(e.Key()) && len(s.currentNode().node.Spec.Taints) > 0 {
 		s.reevaluate(ctx) // a tolerated NoExecute taint may bound its stay
 	}

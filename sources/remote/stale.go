@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"context"
 	"sort"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -74,7 +73,7 @@ func (s *Source) removeGone(keys []string) {
 
 // confirm is called with every live entry: keys of a stale snapshot whose
 // revision the watch has now reached without seeing them are gone.
-func (s *Source) confirm(_ context.Context, e jetstream.KeyValueEntry) {
+func (s *Source) confirm(e jetstream.KeyValueEntry) {
 	if len(s.unconfirmed) == 0 {
 		return
 	}
