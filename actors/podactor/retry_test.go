@@ -90,13 +90,7 @@ func TestWaitAmongOtherErrorsRetriesAtTheEarlierOfBoth(t *testing.T) {
 }
 
 func TestTimerOfATerminatingPodDoesNotSync(t *testing.T) {
-	h := newHarness(t, "u1")
-	end := h.clock.Now().Add(5 * time.Second)
-	h.rt.Fail(fake.OpSyncPod, waitErr{end})
-	p := testPod("u1", 1, int64p(1))
-	p.Status.Phase = v1.PodRunning
-	h.send(upd(messages.SyncPodCreate, p))
-	eventually(t, "first completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	h, p := startedInBackOff(t, 5*time.Second, int64p(1))
 	h.send(upd(messages.SyncPodKill, p))
 	eventually(t, "kill", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
 	h.clock.Step(5 * time.Second)
@@ -107,13 +101,7 @@ func TestTimerOfATerminatingPodDoesNotSync(t *testing.T) {
 // PLEG cache to move on: nothing in the runtime changed, so in evented mode
 // the cache would only be fresh at its next tick, up to a relist period late.
 func TestBackOffRetryReadsTheRuntimeNotTheCache(t *testing.T) {
-	h := newHarness(t, "u1")
-	end := h.clock.Now().Add(10 * time.Second)
-	h.rt.Fail(fake.OpSyncPod, waitErr{end})
-	p := testPod("u1", 1, nil)
-	p.Status.Phase = v1.PodRunning
-	h.send(upd(messages.SyncPodCreate, p))
-	eventually(t, "first completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	h, _ := startedInBackOff(t, 10*time.Second, nil)
 	h.rt.Fail(fake.OpSyncPod, nil)
 	release := h.cache.Hold() // the cache never becomes fresher
 	defer release()
@@ -131,13 +119,7 @@ func TestBackOffRetryReadsTheRuntimeNotTheCache(t *testing.T) {
 // Queued behind it, the retry waited for the cache's next freshness tick,
 // up to a relist period: the restart gap of 20 s came 0.6–0.9 s late.
 func TestBackOffEndWakesASyncWaitingForTheCache(t *testing.T) {
-	h := newHarness(t, "u1")
-	end := h.clock.Now().Add(20 * time.Second)
-	h.rt.Fail(fake.OpSyncPod, waitErr{end})
-	p := testPod("u1", 1, nil)
-	p.Status.Phase = v1.PodRunning
-	h.send(upd(messages.SyncPodCreate, p))
-	eventually(t, "first completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	h, p := startedInBackOff(t, 20*time.Second, nil)
 	h.rt.Fail(fake.OpSyncPod, nil)
 
 	release := h.cache.Hold() // the cache never becomes fresher
@@ -153,4 +135,18 @@ func TestBackOffEndWakesASyncWaitingForTheCache(t *testing.T) {
 	if h.rt.Count(fake.OpGetPodStatus) == reads {
 		t.Fatal("the woken sync did not read the runtime")
 	}
+}
+
+// startedInBackOff creates a running pod whose first sync fails only
+// because it waits on a back-off ending d from now (grace: its termination
+// grace period), and waits for that sync's completion.
+func startedInBackOff(t *testing.T, d time.Duration, grace *int64) (*harness, *v1.Pod) {
+	t.Helper()
+	h := newHarness(t, "u1")
+	h.rt.Fail(fake.OpSyncPod, waitErr{h.clock.Now().Add(d)})
+	p := testPod("u1", 1, grace)
+	p.Status.Phase = v1.PodRunning
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "first completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	return h, p
 }
