@@ -94,5 +94,10 @@ func run(m *testing.M) int {
 	} else if n > 0 {
 		fmt.Printf("e2e: final sweep removed %d sandboxes of %s\n", n, namespace)
 	}
+	if n, err := reapOrphanShims(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: reap orphaned shims:", err)
+	} else if n > 0 {
+		fmt.Printf("e2e: killed %d containerd shims whose tasks containerd no longer knows\n", n)
+	}
 	return code
 }
