@@ -41,6 +41,6 @@
 // Data carried inside messages: KillOptions (SyncPod, TerminatePod),
 // RuntimePod and RuntimeContainer (an orphan's SyncPod: the runtime's list
 // view of a pod, which package cri names cri.Pod), ProbeState (ProbeStates).
-// "operator" is the command service (cmd/actorlet/bus/commands) acting for
+// "operator" is the command service (node/commands) acting for
 // actorletctl.
 package messages

@@ -15,8 +15,8 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/node/agent"
 )
 
 func main() {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 

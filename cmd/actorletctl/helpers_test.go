@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
 )
 
 // now is the fake clock's time in every in-process test.

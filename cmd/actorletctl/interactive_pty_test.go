@@ -12,9 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 	testclock "k8s.io/utils/clock/testing"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands/commandstest"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/commands"
+	"github.com/actorlet/actorlet/node/commands/commandstest"
 	"github.com/actorlet/actorlet/test/cliproc"
 	"github.com/actorlet/actorlet/test/testutil"
 )

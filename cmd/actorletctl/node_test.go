@@ -14,9 +14,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/commands"
 )
 
 // cliNode is a commands.Node serving one pod, "web", with a real CRI log file.

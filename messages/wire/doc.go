@@ -8,7 +8,7 @@
 // It depends on nats.go, the Kubernetes API types and package messages only
 // (never on actors, the CRI or the NATS server), so actorletctl links it
 // without the agent. The agent's side of the bus (connection, embedded
-// server, publishers, command service) is cmd/actorlet/bus.
+// server, publishers, command service) is bus.
 //
 // Names in keys and subjects: NATS uses '.' as the token separator and
 // Kubernetes names (DNS-1123 subdomains) may contain dots but never '_'.

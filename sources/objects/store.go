@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/sources/validation"
 )

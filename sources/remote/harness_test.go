@@ -14,10 +14,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/node/publish"
 )
 
 const waitFor = 10 * time.Second

@@ -7,10 +7,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/publish"
 )
 
 // entry is a desired-bucket entry as a watch delivers it, at a chosen

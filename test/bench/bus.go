@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/memcri"
 )
 

@@ -1,5 +1,5 @@
 // Command bench is actorlet's benchmark harness (`make bench`, issue 6). It
-// runs agents in this process (package cmd/actorlet/agent) and, for the idle
+// runs agents in this process (package node/agent) and, for the idle
 // cost, the real actorlet binary as a process, and prints one table per
 // measurement. With -out it also writes docs/benchmarks.md (from
 // benchmarks.md.tmpl) and the scale plot, so one command regenerates every

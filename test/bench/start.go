@@ -9,8 +9,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
+	"github.com/actorlet/actorlet/node/agent"
 )
 
 // benchStart is section 1: pod start latency on a real runtime, through the

@@ -1,7 +1,7 @@
 // Package testenv builds what the integration suites (actorcore, fleet,
 // recovery, hostile) run a node on: a real process runtime on a unix
 // socket, an agent configuration for tests, and a started agent. The bus
-// comes from cmd/actorlet/bus/bustest. Everything is torn down by
+// comes from bus/bustest. Everything is torn down by
 // t.Cleanup: the agent before the runtime, the runtime with every container
 // it started.
 package testenv
@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/cri/procruntime/proctest"
+	"github.com/actorlet/actorlet/node/agent"
 )
 
 // Runtime starts a process runtime keeping its state in rootDir and dials

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus/bustest"
 )
 
 // TestMoreNodesThanTheStreamConsumerDefault: nats-server caps a stream at

@@ -16,11 +16,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
+	"github.com/actorlet/actorlet/node/commands"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 

@@ -1,5 +1,5 @@
 // Package actorcore is the integration suite of the actor core: real agents
-// (cmd/actorlet/agent) on the embedded process runtime over real gRPC, an
+// (node/agent) on the embedded process runtime over real gRPC, an
 // in-process nats-server, and real processes, driven and observed only as an
 // operator would — desired pods written to the actorlet_desired bucket,
 // status read from actorlet_status, events from the ACTORLET_EVENTS stream,

@@ -17,13 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"
 )

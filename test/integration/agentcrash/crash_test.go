@@ -22,10 +22,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 

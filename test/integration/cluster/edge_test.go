@@ -19,9 +19,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/memcri"
 	"github.com/actorlet/actorlet/test/testenv"
 )

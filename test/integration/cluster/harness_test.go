@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
+	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/memcri"
 	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
+	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 

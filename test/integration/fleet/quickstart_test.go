@@ -14,8 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
+	"github.com/actorlet/actorlet/node/agent"
 )
 
 // TestQuickStartIsAuthenticated is the README's quick start: a node on

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/commands"
 )
 
 // TestHostileCommands: random bytes and deep nesting on every command

@@ -8,8 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/publish"
 )
 
 // TestHostileDesiredEntries: garbage, nesting, alias and env bombs, a pod

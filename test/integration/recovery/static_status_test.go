@@ -14,8 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/agent"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/testenv"
 )
 

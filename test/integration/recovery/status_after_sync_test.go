@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testenv"

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands/commandstest"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/commands/commandstest"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 

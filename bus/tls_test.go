@@ -16,7 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/bus"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/messages/podrules"

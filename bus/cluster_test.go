@@ -4,8 +4,8 @@ import (
 	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
 )
 
 // TestProtocolReplicasOnCluster: the first agent creates R3 buckets on a

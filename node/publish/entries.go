@@ -13,7 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"

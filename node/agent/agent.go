@@ -23,14 +23,14 @@ import (
 	"github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/status"
 	"github.com/actorlet/actorlet/actors/supervisor"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/commands"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/events"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
+	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/node/commands"
+	"github.com/actorlet/actorlet/node/events"
+	"github.com/actorlet/actorlet/node/publish"
 	"github.com/actorlet/actorlet/sources/file"
 	"github.com/actorlet/actorlet/sources/mux"
 	"github.com/actorlet/actorlet/sources/objects"
@@ -59,7 +59,7 @@ type Agent struct {
 }
 
 // Version is the agent's version, set at build time with
-// -ldflags "-X github.com/actorlet/actorlet/cmd/actorlet/agent.Version=…".
+// -ldflags "-X github.com/actorlet/actorlet/node/agent.Version=…".
 var Version = "0.1.0"
 
 // Run starts the agent and blocks until ctx ends, then stops it, leaving

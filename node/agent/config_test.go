@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/bus"
 )
 
 func TestParseFlags(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 

@@ -5,8 +5,8 @@ import (
 	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
 )
 
 func TestLeaderGet(t *testing.T) {

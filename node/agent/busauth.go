@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus"
+	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 

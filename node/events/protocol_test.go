@@ -8,7 +8,7 @@ import (
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/bus/bustest"
 	v1 "k8s.io/api/core/v1"
 )
 

@@ -15,9 +15,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/actorlet/actorlet/cmd/actorlet/bus/publish"
 	"github.com/actorlet/actorlet/messages/seconds"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/publish"
 )
 
 // Defaults of ServiceOptions.
