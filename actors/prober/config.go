@@ -3,16 +3,12 @@ package prober
 import (
 	"time"
 
-	"github.com/actorlet/actorlet/actors/prober/probe"
 	"github.com/asynkron/protoactor-go/actor"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
-)
 
-// Recorder records Kubernetes-style events about a pod ("Unhealthy").
-type Recorder interface {
-	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
-}
+	"github.com/actorlet/actorlet/actors/prober/probe"
+	"github.com/actorlet/actorlet/messages/record"
+)
 
 // Config is what the prober manager and its workers need.
 type Config struct {
@@ -22,7 +18,7 @@ type Config struct {
 	// Clock drives probe periods and initial delays; the real clock when nil.
 	Clock clock.WithTicker
 	// Recorder, optional, receives Unhealthy and ProbeWarning events.
-	Recorder Recorder
+	Recorder record.EventRecorder
 }
 
 func (c Config) withDefaults() Config {

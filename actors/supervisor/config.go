@@ -13,6 +13,7 @@ import (
 	"github.com/actorlet/actorlet/actors/podactor"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages/podrules"
+	"github.com/actorlet/actorlet/messages/record"
 )
 
 // Runtime is what the sync loop needs from the runtime manager: what pod
@@ -27,11 +28,6 @@ type Runtime interface {
 	CleanupPod(ctx context.Context, uid types.UID) error
 	// GC garbage-collects containers, sandboxes and back-off entries.
 	GC()
-}
-
-// Recorder records Kubernetes-style events about a pod.
-type Recorder interface {
-	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
 }
 
 // Cache is the PLEG status cache, as pod actors use it.
@@ -84,7 +80,7 @@ type Config struct {
 	// Recorder, optional, receives the Warning event of an admission
 	// rejection (OutOfpods, NodePorts, ...), as the kubelet records one. It
 	// must not block.
-	Recorder Recorder
+	Recorder record.EventRecorder
 
 	// PropsOptions are applied to every actor the supervisor spawns (pod
 	// actors and the core children): the agent uses them for metrics

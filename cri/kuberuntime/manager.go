@@ -13,6 +13,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/volume"
+	"github.com/actorlet/actorlet/messages/record"
 )
 
 // Kubelet constants this manager reproduces.
@@ -30,11 +31,6 @@ const (
 	// reasonCacheTTL is how long a failure reason stays without being renewed.
 	reasonCacheTTL = 10 * time.Minute
 )
-
-// Recorder receives the kubelet's pod events. It is optional.
-type Recorder interface {
-	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
-}
 
 // Options configure a Manager.
 type Options struct {
@@ -59,7 +55,7 @@ type Options struct {
 	// kept besides the newest (default 1).
 	KeepDeadContainers int
 	// Recorder receives events; nil drops them.
-	Recorder Recorder
+	Recorder record.EventRecorder
 	// Allocatable is the node's: the downward API reads it for a limit a
 	// container does not set.
 	Allocatable v1.ResourceList

@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/actorlet/actorlet/messages/record"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
@@ -45,13 +46,7 @@ type publisher interface {
 	Publish(ctx context.Context, subject string, payload []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
 }
 
-// EventRecorder is the interface components record events through (the
-// file source, the mux, the pod actors); Recorder implements it.
-type EventRecorder interface {
-	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
-}
-
-var _ EventRecorder = &Recorder{}
+var _ record.EventRecorder = &Recorder{}
 
 // Option tunes a Recorder.
 type Option func(*Recorder)

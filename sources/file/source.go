@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/record"
 )
 
 // Defaults.
@@ -33,11 +34,6 @@ const (
 	DefaultRescan = 30 * time.Second
 	debounce      = 100 * time.Millisecond
 )
-
-// Recorder receives the events the source raises (FailedValidation).
-type Recorder interface {
-	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
-}
 
 // Config configures a file source.
 type Config struct {
@@ -48,7 +44,7 @@ type Config struct {
 	// Out receives every snapshot; it must not block.
 	Out func(messages.PodUpdate)
 	// Recorder, optional, gets a FailedValidation event per bad manifest.
-	Recorder Recorder
+	Recorder record.EventRecorder
 	// Rescan is the safety-net full rescan period (default 30 s).
 	Rescan time.Duration
 	// Clock drives the rescan and debounce timers (default real time).

@@ -20,12 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/record"
 )
-
-// Recorder receives the events the mux raises (DuplicatePod).
-type Recorder interface {
-	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
-}
 
 // Mux merges pod sources. All methods are safe for concurrent use. The out
 // and OnReady callbacks are called with the mux's lock held, in order: they
@@ -33,7 +29,7 @@ type Recorder interface {
 type Mux struct {
 	mu       sync.Mutex
 	out      func(messages.PodUpdate)
-	recorder Recorder
+	recorder record.EventRecorder
 	// pods per source, by UID, and who holds each namespace/name.
 	pods   map[string]map[types.UID]*v1.Pod
 	byName map[string]owner
@@ -55,7 +51,7 @@ func New(out func(messages.PodUpdate)) *Mux {
 }
 
 // SetRecorder sets where DuplicatePod events go; nil disables events.
-func (m *Mux) SetRecorder(r Recorder) {
+func (m *Mux) SetRecorder(r record.EventRecorder) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recorder = r

@@ -9,13 +9,9 @@ import (
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/record"
 	"github.com/actorlet/actorlet/messages/wire"
 )
-
-// Recorder records events about pods (the events engineer's recorder fits).
-type Recorder interface {
-	Eventf(pod *v1.Pod, eventType, reason, messageFmt string, args ...any)
-}
 
 // StatusEntries is what the source needs of the owner of the status
 // entries (publish.StatusPublisher implements it).
@@ -44,7 +40,7 @@ type Config struct {
 	// prunes its stale entries through it.
 	Statuses StatusEntries
 	// Recorder, optional, gets a FailedValidation event per rejected entry.
-	Recorder Recorder
+	Recorder record.EventRecorder
 	// OnInvalid, optional, is told about every rejected entry.
 	OnInvalid func(key string, err error)
 	// Clock paces re-watch back-off; nil means the real clock.
