@@ -90,7 +90,7 @@ func (m *Manager) killContainerInOrder(ctx context.Context, pod *v1.Pod, uid typ
 		grace = minimumGracePeriod
 	}
 	grace = seconds.Clamp(grace)
-	if err := m.rt.StopContainer(ctx, id, grace); err != nil && !isNotFound(err) && !m.exited(ctx, id) {
+	if err := m.rt.StopContainer(ctx, id, grace); err != nil && !cri.IsNotFound(err) && !m.exited(ctx, id) {
 		return wrapKind(ErrKillContainer, err, "stop container %q (%s)", name, id)
 	}
 	return nil
@@ -104,7 +104,7 @@ func (m *Manager) killContainerInOrder(ctx context.Context, pod *v1.Pod, uid typ
 func (m *Manager) exited(ctx context.Context, id string) bool {
 	st, err := m.rt.ContainerStatus(ctx, id, false)
 	if err != nil {
-		return isNotFound(err)
+		return cri.IsNotFound(err)
 	}
 	return st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED
 }
@@ -198,7 +198,7 @@ func (m *Manager) killPodWithResult(ctx context.Context, pod *v1.Pod, running *c
 	}
 	for _, s := range running.Sandboxes {
 		err := m.rt.StopPodSandbox(ctx, s.ID)
-		if err != nil && !isNotFound(err) {
+		if err != nil && !cri.IsNotFound(err) {
 			result.add(ActionKillPodSandbox, s.ID, wrapKind(ErrKillPodSandbox, err, "stop sandbox %q", s.ID))
 			continue
 		}

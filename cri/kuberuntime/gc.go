@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/cri"
 )
 
 // RemoveDeadContainers removes the pod's exited container instances beyond
@@ -44,7 +46,7 @@ func (m *Manager) RemoveDeadContainers(ctx context.Context, uid types.UID) error
 				usedSandboxes[c.PodSandboxId] = true
 				continue
 			}
-			if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+			if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !cri.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("remove dead container %q (%s): %w", name, c.Id, err))
 				usedSandboxes[c.PodSandboxId] = true
 				continue
@@ -62,7 +64,7 @@ func (m *Manager) RemoveDeadContainers(ctx context.Context, uid types.UID) error
 		if i == 0 || s.State == runtimeapi.PodSandboxState_SANDBOX_READY || usedSandboxes[s.Id] {
 			continue
 		}
-		if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+		if err := m.rt.RemovePodSandbox(ctx, s.Id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove dead sandbox %q: %w", s.Id, err))
 		}
 	}
@@ -101,12 +103,12 @@ func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
 			continue // removed with its sandbox
 		}
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			if err := m.rt.StopContainer(ctx, c.Id, 0); err != nil && !isNotFound(err) {
+			if err := m.rt.StopContainer(ctx, c.Id, 0); err != nil && !cri.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("stop container %q: %w", c.Id, err))
 				continue
 			}
 		}
-		if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
+		if err := m.rt.RemoveContainer(ctx, c.Id); err != nil && !cri.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %q: %w", c.Id, err))
 		}
 	}
@@ -142,15 +144,15 @@ func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
 func (m *Manager) removeSandbox(ctx context.Context, id string, stopped bool) error {
 	if stopped {
 		err := m.rt.RemovePodSandbox(ctx, id)
-		if err == nil || isNotFound(err) {
+		if err == nil || cri.IsNotFound(err) {
 			return nil
 		}
 		klog.V(4).InfoS("Removing a stopped sandbox failed, stopping it again first", "podSandboxID", id, "err", err)
 	}
-	if err := m.rt.StopPodSandbox(ctx, id); err != nil && !isNotFound(err) {
+	if err := m.rt.StopPodSandbox(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("stop sandbox %q: %w", id, err)
 	}
-	if err := m.rt.RemovePodSandbox(ctx, id); err != nil && !isNotFound(err) {
+	if err := m.rt.RemovePodSandbox(ctx, id); err != nil && !cri.IsNotFound(err) {
 		return fmt.Errorf("remove sandbox %q: %w", id, err)
 	}
 	return nil

@@ -30,7 +30,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	for i, s := range sandboxes {
 		resp, err := m.rt.PodSandboxStatus(ctx, s.Id, false)
 		if err != nil {
-			if isNotFound(err) {
+			if cri.IsNotFound(err) {
 				continue // removed since the list
 			}
 			return nil, fmt.Errorf("status of sandbox %q of pod %s/%s: %w", s.Id, namespace, name, err)
@@ -51,7 +51,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	for _, c := range containers {
 		resp, err := m.rt.ContainerStatus(ctx, c.Id, false)
 		if err != nil {
-			if isNotFound(err) {
+			if cri.IsNotFound(err) {
 				continue
 			}
 			return nil, fmt.Errorf("status of container %q of pod %s/%s: %w", c.Id, namespace, name, err)

@@ -152,7 +152,7 @@ func (m *Manager) removeInitContainers(ctx context.Context, pod *v1.Pod, status 
 			kept = append(kept, cs)
 			continue
 		}
-		if err := m.rt.RemoveContainer(ctx, cs.ID); err != nil && !isNotFound(err) {
+		if err := m.rt.RemoveContainer(ctx, cs.ID); err != nil && !cri.IsNotFound(err) {
 			klog.ErrorS(err, "Failed to remove init container", "pod", klog.KObj(pod), "container", cs.Name, "containerID", cs.ID)
 			kept = append(kept, cs)
 		}
