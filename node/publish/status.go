@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/actorlet/actorlet/actors/status"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/wire"
 )
@@ -36,14 +37,8 @@ const (
 	maxRetry        = 5 * time.Second
 )
 
-// Sink is what the status actor publishes through. Both methods must
-// return at once.
-type Sink interface {
-	PodStatusChanged(messages.PodStatusChanged)
-	PodStatusRemoved(pod *v1.Pod)
-}
-
-var _ Sink = &StatusPublisher{}
+// The status actor publishes through a StatusPublisher.
+var _ status.Sink = &StatusPublisher{}
 
 // StatusConfig configures a StatusPublisher.
 type StatusConfig struct {
