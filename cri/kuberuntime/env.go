@@ -216,43 +216,7 @@ func envValueFrom(pod *v1.Pod, from *v1.EnvVarSource, f podFieldValues) (string,
 	if from.FieldRef == nil {
 		return "", fmt.Errorf("valueFrom: one of fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef must be set")
 	}
-	path := from.FieldRef.FieldPath
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "spec.nodeName":
-		return pod.Spec.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return f.hostIP, nil
-	case "status.podIP":
-		if len(f.podIPs) > 0 {
-			return f.podIPs[0], nil
-		}
-		return "", nil
-	case "status.podIPs":
-		return strings.Join(f.podIPs, ","), nil
-	}
-	for prefix, src := range map[string]map[string]string{"metadata.labels": pod.Labels, "metadata.annotations": pod.Annotations} {
-		if key, ok := subscript(path, prefix); ok {
-			return src[key], nil
-		}
-	}
-	return "", fmt.Errorf("valueFrom.fieldRef.fieldPath %q: unsupported field", path)
-}
-
-// subscript parses prefix['key'].
-func subscript(path, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
+	return volume.PodField(pod, from.FieldRef.FieldPath, &volume.PodStatusFields{HostIP: f.hostIP, PodIPs: f.podIPs})
 }
 
 // MaxExpandedEnvBytes bounds what one container's environment, command

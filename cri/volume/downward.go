@@ -31,7 +31,7 @@ func DownwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMo
 		case it.FieldRef != nil && it.ResourceFieldRef != nil:
 			err = fmt.Errorf("only one of fieldRef and resourceFieldRef may be set")
 		case it.FieldRef != nil:
-			value, err = podField(pod, it.FieldRef.FieldPath)
+			value, err = PodField(pod, it.FieldRef.FieldPath, nil)
 		case it.ResourceFieldRef != nil:
 			value, err = ResourceField(pod, it.ResourceFieldRef, "", allocatable)
 		default:
@@ -49,29 +49,57 @@ func DownwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMo
 	return out, nil
 }
 
-// podField is a downward API pod field as the kubelet formats it; a map
-// is `key="value"` lines in key order.
-func podField(pod *v1.Pod, path string) (string, error) {
-	switch path {
+// PodStatusFields are the facts of a running pod that the downward API
+// gives to environment variables (not to volumes).
+type PodStatusFields struct {
+	HostIP string
+	PodIPs []string
+}
+
+// PodField is the downward API's value of fieldPath for pod, as the
+// kubelet formats it. With st nil it is the volume form: metadata only,
+// where a whole map (metadata.labels, metadata.annotations) is
+// `key="value"` lines in key order. With st it is the environment form:
+// single values, plus spec.nodeName, spec.serviceAccountName and the
+// status fields st holds.
+func PodField(pod *v1.Pod, fieldPath string, st *PodStatusFields) (string, error) {
+	switch fieldPath {
 	case "metadata.name":
 		return pod.Name, nil
 	case "metadata.namespace":
 		return pod.Namespace, nil
 	case "metadata.uid":
 		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
 	}
 	for prefix, src := range map[string]map[string]string{"metadata.labels": pod.Labels, "metadata.annotations": pod.Annotations} {
-		if rest, ok := strings.CutPrefix(path, prefix+"['"); ok {
+		if fieldPath == prefix && st == nil {
+			return formatMap(src), nil
+		}
+		if rest, ok := strings.CutPrefix(fieldPath, prefix+"['"); ok {
 			if key, ok := strings.CutSuffix(rest, "']"); ok {
 				return src[key], nil
 			}
 		}
 	}
-	return "", fmt.Errorf("fieldRef.fieldPath %q: not supported in a volume (metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations, metadata.labels['KEY'], metadata.annotations['KEY'])", path)
+	if st == nil {
+		return "", fmt.Errorf("fieldRef.fieldPath %q: not supported in a volume (metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations, metadata.labels['KEY'], metadata.annotations['KEY'])", fieldPath)
+	}
+	switch fieldPath {
+	case "spec.nodeName":
+		return pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		return st.HostIP, nil
+	case "status.podIP":
+		if len(st.PodIPs) > 0 {
+			return st.PodIPs[0], nil
+		}
+		return "", nil
+	case "status.podIPs":
+		return strings.Join(st.PodIPs, ","), nil
+	}
+	return "", fmt.Errorf("valueFrom.fieldRef.fieldPath %q: unsupported field", fieldPath)
 }
 
 func formatMap(m map[string]string) string {
