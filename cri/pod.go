@@ -1,102 +1,23 @@
 package cri
 
-import (
-	"time"
+import "github.com/actorlet/actorlet/cri/container"
 
-	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/actorlet/actorlet/messages"
-)
-
-// This file holds the runtime's view of pods: what the runtime reports,
-// grouped by pod UID (the kubelet's kubecontainer.Pod and PodStatus). They
-// are plain data, safe to send in messages once built.
-
-// ContainerState, Container and Pod are the runtime's list view of pods.
-// They travel in messages (an orphan's SyncPod), so they are declared in
-// package messages; these names keep the runtime code reading as before.
+// The runtime's view of pods is package container's model; these names
+// keep the runtime code reading as cri.Pod, cri.PodStatus and so on.
 type (
-	ContainerState = messages.ContainerState
-	Container      = messages.RuntimeContainer
-	Pod            = messages.RuntimePod
+	ContainerState  = container.ContainerState
+	Container       = container.Container
+	Pod             = container.Pod
+	ContainerStatus = container.ContainerStatus
+	PodStatus       = container.PodStatus
 )
 
 const (
-	ContainerStateCreated = messages.ContainerStateCreated
-	ContainerStateRunning = messages.ContainerStateRunning
-	ContainerStateExited  = messages.ContainerStateExited
-	ContainerStateUnknown = messages.ContainerStateUnknown
+	ContainerStateCreated = container.ContainerStateCreated
+	ContainerStateRunning = container.ContainerStateRunning
+	ContainerStateExited  = container.ContainerStateExited
+	ContainerStateUnknown = container.ContainerStateUnknown
 )
-
-// ContainerStatus is the detailed status of one container instance.
-type ContainerStatus struct {
-	ID           string
-	Name         string
-	State        ContainerState
-	CreatedAt    time.Time
-	StartedAt    time.Time
-	FinishedAt   time.Time
-	ExitCode     int
-	Image        string
-	ImageID      string
-	Hash         uint64
-	RestartCount int
-	Reason       string
-	Message      string
-}
-
-// PodStatus is the runtime status of a pod at TimeStamp: every container
-// instance (newest first per name) and sandbox the runtime still has.
-type PodStatus struct {
-	ID                types.UID
-	Name              string
-	Namespace         string
-	IPs               []string
-	ContainerStatuses []*ContainerStatus
-	SandboxStatuses   []*runtimeapi.PodSandboxStatus
-	TimeStamp         time.Time
-}
-
-// FindContainerStatusByName returns the newest status of the named container.
-func (s *PodStatus) FindContainerStatusByName(name string) *ContainerStatus {
-	if s == nil {
-		return nil
-	}
-	for _, c := range s.ContainerStatuses {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-// FindContainerStatusByID returns the status of the container instance.
-func (s *PodStatus) FindContainerStatusByID(id string) *ContainerStatus {
-	if s == nil {
-		return nil
-	}
-	for _, c := range s.ContainerStatuses {
-		if c.ID == id {
-			return c
-		}
-	}
-	return nil
-}
-
-// RunningContainers returns the statuses of containers in the running state.
-func (s *PodStatus) RunningContainers() []*ContainerStatus {
-	if s == nil {
-		return nil
-	}
-	var out []*ContainerStatus
-	for _, c := range s.ContainerStatuses {
-		if c.State == ContainerStateRunning {
-			out = append(out, c)
-		}
-	}
-	return out
-}
 
 // ProbeState is what the probe workers concluded about one container
 // instance that a runtime sync acts on (the kubelet's liveness and startup

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/cri/container"
 )
 
 // UpdateType says why a pod actor is asked to sync (kubelet's
@@ -51,7 +53,7 @@ type KillOptions struct {
 type SyncPod struct {
 	UpdateType  UpdateType
 	Pod         *v1.Pod
-	RunningPod  *RuntimePod
+	RunningPod  *container.Pod
 	KillOptions *KillOptions
 	// StartTime is when the update was first seen, for latency metrics; when
 	// updates coalesce the earliest is kept.

@@ -39,8 +39,8 @@
 //	NodeConditions        supervisor → node heartbeat       reply to GetNodeConditions
 //
 // Data carried inside messages: KillOptions (SyncPod, TerminatePod),
-// RuntimePod and RuntimeContainer (an orphan's SyncPod: the runtime's list
-// view of a pod, which package cri names cri.Pod), ProbeState (ProbeStates).
+// container.Pod (an orphan's SyncPod: the runtime's list view of a pod,
+// from the runtime model in cri/container), ProbeState (ProbeStates).
 // "operator" is the command service (node/commands) acting for
 // actorletctl.
 package messages
