@@ -38,21 +38,21 @@ type DescribePodWorker struct {
 	UID types.UID
 }
 
-// PodWorkerDescription is a pod actor's state, for operators. It goes on
-// the wire in pods.describe, hence the JSON names (docs/protocol.md).
+// PodWorkerDescription is a pod actor's state, for operators (the node
+// maps it onto wire.PodWorker for pods.describe).
 type PodWorkerDescription struct {
-	Found            bool        `json:"found"`
-	UID              types.UID   `json:"uid,omitempty"`
-	FullName         string      `json:"fullName,omitempty"`
-	WorkType         PodWorkType `json:"workType"`
-	Working          bool        `json:"working"`                 // a sync or kill is in flight
-	PendingUpdate    string      `json:"pendingUpdate,omitempty"` // the coalesced update waiting, if any
-	RestartRequested bool        `json:"restartRequested,omitempty"`
-	GracePeriod      *int64      `json:"gracePeriod,omitempty"` // effective grace period once terminating
-	LastSyncTime     time.Time   `json:"lastSyncTime"`
-	LastSyncError    string      `json:"lastSyncError,omitempty"`
-	NextSyncTime     time.Time   `json:"nextSyncTime"`
-	ActorRestarts    int         `json:"actorRestarts"` // times this actor was restarted by supervision
+	Found            bool
+	UID              types.UID
+	FullName         string
+	WorkType         PodWorkType
+	Working          bool   // a sync or kill is in flight
+	PendingUpdate    string // the coalesced update waiting, if any
+	RestartRequested bool
+	GracePeriod      *int64 // effective grace period once terminating
+	LastSyncTime     time.Time
+	LastSyncError    string
+	NextSyncTime     time.Time
+	ActorRestarts    int // times this actor was restarted by supervision
 }
 
 // ListProbes asks the prober manager for the probe workers of one pod; the
@@ -61,17 +61,17 @@ type ListProbes struct {
 	UID types.UID
 }
 
-// ProbeState is one probe worker's current view (on the wire in
-// pods.describe).
+// ProbeState is one probe worker's current view (the node maps it onto
+// wire.ProbeWorker for pods.describe).
 type ProbeState struct {
-	ContainerName string      `json:"containerName"`
-	ContainerID   string      `json:"containerID,omitempty"`
-	Kind          ProbeKind   `json:"kind"`
-	Result        ProbeResult `json:"result"`
-	Successes     int         `json:"successes"` // consecutive
-	Failures      int         `json:"failures"`  // consecutive
-	LastProbe     time.Time   `json:"lastProbe"`
-	Message       string      `json:"message,omitempty"`
+	ContainerName string
+	ContainerID   string
+	Kind          ProbeKind
+	Result        ProbeResult
+	Successes     int // consecutive
+	Failures      int // consecutive
+	LastProbe     time.Time
+	Message       string
 }
 
 // ProbeStates answers ListProbes.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/node/commands"
 )
@@ -47,8 +47,8 @@ func (n *cliNode) DescribePod(_ context.Context, ns, name string) (*wire.Descrip
 	}
 	return &wire.Description{
 		Pod:      n.pod(),
-		Worker:   messages.PodWorkerDescription{Found: true, UID: "u1", WorkType: messages.TerminatingWork, PendingUpdate: "kill"},
-		Probes:   []messages.ProbeState{{ContainerName: "app", Kind: messages.Readiness, Result: messages.ProbeFailure, Failures: 2, Message: "HTTP 503"}},
+		Worker:   wire.PodWorker{Found: true, UID: "u1", WorkType: "terminating", PendingUpdate: "kill"},
+		Probes:   []wire.ProbeWorker{{ContainerName: "app", Kind: "readiness", Result: "Failure", Failures: 2, Message: "HTTP 503"}},
 		BackOffs: map[string]time.Time{"app": time.Now().Add(time.Hour)},
 		Events:   events,
 	}, nil

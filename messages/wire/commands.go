@@ -4,8 +4,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/actorlet/actorlet/messages"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Verbs: the last token of each endpoint subject.
@@ -61,11 +60,42 @@ type DescribePodRequest = PodRef
 // pod actor's state, its probes, its containers' restart back-offs and
 // recent events.
 type Description struct {
-	Pod      *v1.Pod                       `json:"pod"`
-	Worker   messages.PodWorkerDescription `json:"worker"`
-	Probes   []messages.ProbeState         `json:"probes,omitempty"`
-	BackOffs map[string]time.Time          `json:"backOffs,omitempty"` // container → back-off until
-	Events   []v1.Event                    `json:"events,omitempty"`
+	Pod      *v1.Pod              `json:"pod"`
+	Worker   PodWorker            `json:"worker"`
+	Probes   []ProbeWorker        `json:"probes,omitempty"`
+	BackOffs map[string]time.Time `json:"backOffs,omitempty"` // container → back-off until
+	Events   []v1.Event           `json:"events,omitempty"`
+}
+
+// PodWorker is the pod actor's state in a Description.
+type PodWorker struct {
+	Found    bool      `json:"found"`
+	UID      types.UID `json:"uid,omitempty"`
+	FullName string    `json:"fullName,omitempty"`
+	// WorkType is sync, terminating or terminated.
+	WorkType         string    `json:"workType"`
+	Working          bool      `json:"working"`                 // a sync or kill is in flight
+	PendingUpdate    string    `json:"pendingUpdate,omitempty"` // the coalesced update waiting, if any
+	RestartRequested bool      `json:"restartRequested,omitempty"`
+	GracePeriod      *int64    `json:"gracePeriod,omitempty"` // effective grace period once terminating
+	LastSyncTime     time.Time `json:"lastSyncTime"`
+	LastSyncError    string    `json:"lastSyncError,omitempty"`
+	NextSyncTime     time.Time `json:"nextSyncTime"`
+	ActorRestarts    int       `json:"actorRestarts"` // times the actor was restarted by supervision
+}
+
+// ProbeWorker is one probe worker's view in a Description.
+type ProbeWorker struct {
+	ContainerName string `json:"containerName"`
+	ContainerID   string `json:"containerID,omitempty"`
+	// Kind is liveness, readiness or startup; Result Success, Failure or
+	// Unknown.
+	Kind      string    `json:"kind"`
+	Result    string    `json:"result"`
+	Successes int       `json:"successes"` // consecutive
+	Failures  int       `json:"failures"`  // consecutive
+	LastProbe time.Time `json:"lastProbe"`
+	Message   string    `json:"message,omitempty"`
 }
 
 // LogsRequest asks for a container's log.

@@ -5,7 +5,7 @@
 // authenticates to the bus. docs/protocol.md is the user-facing description
 // of what is defined here.
 //
-// It depends on nats.go, the Kubernetes API types and package messages only
+// It depends on nats.go, the Kubernetes API types and messages/seconds only
 // (never on actors, the CRI or the NATS server), so actorletctl links it
 // without the agent. The agent's side of the bus (connection, embedded
 // server, publishers, command service) is bus.

@@ -104,13 +104,15 @@ func (n *ActorNode) DescribePod(ctx context.Context, namespace, name string) (*w
 	if err != nil {
 		return nil, err
 	}
-	d.Worker = *w
+	d.Worker = wirePodWorker(w)
 	if n.Prober != nil {
 		ps, err := actorutil.Ask[*messages.ProbeStates](ctx, n.Root, n.Prober, &messages.ListProbes{UID: p.UID})
 		if err != nil {
 			return nil, err
 		}
-		d.Probes = ps.Probes
+		for _, s := range ps.Probes {
+			d.Probes = append(d.Probes, wireProbeWorker(s))
+		}
 	}
 	if n.BackOffs != nil {
 		d.BackOffs = n.BackOffs(p.UID)
@@ -119,6 +121,25 @@ func (n *ActorNode) DescribePod(ctx context.Context, namespace, name string) (*w
 		d.Events = n.Events(namespace, name)
 	}
 	return d, nil
+}
+
+// wirePodWorker is the pod actor's description as the protocol has it.
+func wirePodWorker(w *messages.PodWorkerDescription) wire.PodWorker {
+	return wire.PodWorker{
+		Found: w.Found, UID: w.UID, FullName: w.FullName, WorkType: w.WorkType.String(),
+		Working: w.Working, PendingUpdate: w.PendingUpdate, RestartRequested: w.RestartRequested,
+		GracePeriod: w.GracePeriod, LastSyncTime: w.LastSyncTime, LastSyncError: w.LastSyncError,
+		NextSyncTime: w.NextSyncTime, ActorRestarts: w.ActorRestarts,
+	}
+}
+
+// wireProbeWorker is a probe worker's state as the protocol has it.
+func wireProbeWorker(s messages.ProbeState) wire.ProbeWorker {
+	return wire.ProbeWorker{
+		ContainerName: s.ContainerName, ContainerID: s.ContainerID, Kind: string(s.Kind),
+		Result: s.Result.String(), Successes: s.Successes, Failures: s.Failures,
+		LastProbe: s.LastProbe, Message: s.Message,
+	}
 }
 
 // container resolves a container name (empty: the pod's only container)

@@ -185,7 +185,7 @@ func TestActorNodeBehindService(t *testing.T) {
 	startService(t, nc, n, ServiceOptions{})
 	c := &wire.Client{NC: nc, Timeout: 5 * time.Second}
 	d, err := c.DescribePod(context.Background(), "n1", "default", "web")
-	if err != nil || d.Worker.WorkType != messages.SyncWork || d.Worker.LastSyncError != "none" {
+	if err != nil || d.Worker.WorkType != messages.SyncWork.String() || d.Worker.LastSyncError != "none" {
 		t.Fatalf("Describe = %+v, %v", d, err)
 	}
 	if _, err := c.Evict(context.Background(), "n1", "default", "web", nil, ""); err != nil {
@@ -193,5 +193,15 @@ func TestActorNodeBehindService(t *testing.T) {
 	}
 	if m := *(<-told).(*messages.TerminatePod); m.Options.Reason != "Evicted" || m.Options.GracePeriodSecondsOverride != nil {
 		t.Fatalf("supervisor got %#v", m)
+	}
+}
+
+// TestDescribeMapsActorStateToWords: the node puts the actor's work type
+// and probe results on the wire as the words of docs/protocol.md.
+func TestDescribeMapsActorStateToWords(t *testing.T) {
+	w := wirePodWorker(&messages.PodWorkerDescription{Found: true, WorkType: messages.TerminatedWork})
+	p := wireProbeWorker(messages.ProbeState{Kind: messages.Liveness, Result: messages.ProbeFailure})
+	if w.WorkType != "terminated" || p.Kind != "liveness" || p.Result != "Failure" {
+		t.Errorf("worker %+v, probe %+v: want terminated, liveness, Failure", w, p)
 	}
 }
