@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -64,6 +65,7 @@ type podActor struct {
 	lastSyncError string
 	lastPhase     v1.PodPhase
 	lastStatus    *v1.PodStatus // the last status reported, nil before the first
+	final         *v1.PodStatus // the final status, once finished (nil for an orphan)
 	nextSyncTime  time.Time
 	actorRestarts int
 
@@ -152,15 +154,41 @@ func (a *podActor) terminated(ctx actor.Context) {
 	}
 }
 
-// done is the finished state: every update is ignored until the supervisor
+// done is the finished state: nothing of the pod runs again, but a later
+// update that matters is still taken (updateFinished) until the supervisor
 // stops the actor.
 func (a *podActor) done(ctx actor.Context) {
 	if a.common(ctx) {
 		return
 	}
 	if m, ok := ctx.Message().(*messages.SyncPod); ok {
-		klog.V(4).InfoS("Ignoring update for finished pod worker", "podUID", a.uid, "update", m.String())
+		a.updateFinished(ctx, m)
 	}
+}
+
+// updateFinished handles an update of a finished worker. A Create (the UID
+// added again) requests a restart, as while stopping: the supervisor purges
+// the worker and starts the pod afresh. A changed pod object (a deletion
+// above all) is published with the final status, so the status entry shows
+// it and a gracefully deleted pod is finalized, as the kubelet's status
+// manager deletes a terminated pod once it is deleted. Anything else (a
+// sync, a spec change: a terminal pod never runs again) is ignored.
+func (a *podActor) updateFinished(ctx actor.Context, u *messages.SyncPod) {
+	if u.UpdateType == messages.SyncPodCreate {
+		if !a.restartRequested {
+			a.restartRequested = true
+			a.notifyState(ctx)
+		}
+		return
+	}
+	if u.Pod == nil || a.pod == nil || a.final == nil || apiequality.Semantic.DeepEqual(u.Pod.ObjectMeta, a.pod.ObjectMeta) {
+		klog.V(4).InfoS("Ignoring update for finished pod worker", "podUID", a.uid, "update", u.String())
+		return
+	}
+	a.record(u)
+	klog.V(2).InfoS("Finished pod changed, publishing it with its final status", "pod", klog.KObj(a.pod), "podUID", a.uid,
+		"deleting", a.pod.DeletionTimestamp != nil, "phase", a.final.Phase)
+	ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: *a.final})
 }
 
 // common handles what every state handles alike; it reports whether the

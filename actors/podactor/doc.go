@@ -21,8 +21,9 @@
 //	      └────────────┘
 //	             │
 //	             ▼
-//	        [finished] every update is ignored until the supervisor
-//	                   purges the actor
+//	        [finished] nothing runs again until the supervisor purges
+//	                   the actor; a changed pod (a deletion) is published
+//	                   with the final status, a Create requests a restart
 //
 // Receive never blocks: each unit of work runs in a goroutine with a
 // cancelable context and comes back to the actor as a message. Only one unit

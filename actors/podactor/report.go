@@ -75,7 +75,9 @@ func (a *podActor) terminatedDone(ctx actor.Context, m *workDone) {
 		if m.apiStatus != nil {
 			base = *m.apiStatus
 		}
-		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: terminalStatus(base, a.lastPhase, a.kill)})
+		final := terminalStatus(base, a.lastPhase, a.kill)
+		a.final = &final
+		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: final})
 	}
 	a.finished = true
 	a.behavior.Become(a.done)
