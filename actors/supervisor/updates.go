@@ -125,13 +125,14 @@ func (s *supervisor) removePod(ctx actor.Context, uid types.UID, removed *v1.Pod
 		}
 		pod = &cp
 	}
-	s.dispatch(ctx, uid, messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: pod, StartTime: s.cfg.Clock.Now()})
 	if w := s.workers[uid]; w != nil && w.actor == actorLive {
 		// A worker that finished before the removal (a completed pod, one
 		// killed or evicted) has nothing left to kill: it is purged and the
-		// pod cleaned up now, not at the next housekeeping tick.
+		// pod cleaned up now, not at the next housekeeping tick (the kill
+		// below is then only remembered).
 		s.purgeFinished(ctx, w)
 	}
+	s.dispatch(ctx, uid, messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: pod, StartTime: s.cfg.Clock.Now()})
 }
 
 // reconcilePod records a status-only change: nothing is restarted.
