@@ -1,13 +1,15 @@
 // Package actorutil is the plumbing every actorlet actor needs around
 // protoactor: run blocking work off the actor and send the result back (Go),
-// tick on an injected clock (Tick), and ask an actor with a typed reply
-// (Ask). Receive never blocks: these are the ways work leaves and comes back.
+// tick on an injected clock (Tick), wake up once after a delay unless
+// canceled (After), and ask an actor with a typed reply (Ask). Receive
+// never blocks: these are the ways work leaves and comes back.
 package actorutil
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -47,6 +49,36 @@ func Tick(clk clock.WithTicker, period time.Duration, send Sender, msg any, stop
 			}
 		}
 	}()
+}
+
+// After runs fn once d has passed on clk, unless the returned cancel is
+// called first: the one cancellable one-shot timer of every actor (the end
+// of a back-off, an active deadline, a stream retry). fn runs on a
+// goroutine of the clock or of its own and must not block (it sends a
+// message). A d of zero or less is due at once, as the clock has it: the
+// real clock runs fn at once, a fake clock at its next step. cancel may be
+// called more than once, from any goroutine; a timer already due may still
+// run fn, so what fn sends must tell a stale timer apart (a generation, the
+// instant it was armed for).
+func After(clk clock.Clock, d time.Duration, fn func()) (cancel func()) {
+	d = max(d, 0)
+	if dc, ok := clk.(clock.WithDelayedExecution); ok {
+		// The real clock and the fake one of tests schedule fn themselves.
+		t := dc.AfterFunc(d, fn)
+		return func() { t.Stop() }
+	}
+	t := clk.NewTimer(d)
+	stop := make(chan struct{})
+	go func() {
+		defer t.Stop()
+		select {
+		case <-t.C():
+			fn()
+		case <-stop:
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(stop) }) }
 }
 
 // DefaultAskTimeout bounds Ask when ctx has no deadline.

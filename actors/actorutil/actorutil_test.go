@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -66,5 +67,54 @@ func TestAsk(t *testing.T) {
 	defer cancel()
 	if _, err := Ask[*pong](short, sys.Root, silent, &ping{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Ask of a silent actor: %v", err)
+	}
+}
+
+// timerOnly is a clock without AfterFunc: After waits on a timer itself.
+type timerOnly struct{ *clocktesting.FakeClock }
+
+func (timerOnly) AfterFunc() {} // hides the fake clock's AfterFunc
+
+func TestAfterFiresOnceUnlessCanceled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		clk  func(*clocktesting.FakeClock) clock.Clock
+	}{
+		{"clock with AfterFunc", func(f *clocktesting.FakeClock) clock.Clock { return f }},
+		{"clock with timers only", func(f *clocktesting.FakeClock) clock.Clock { return timerOnly{f} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := clocktesting.NewFakeClock(time.Now())
+			clk := tc.clk(fake)
+			if _, ok := clk.(clock.WithDelayedExecution); ok == (tc.name != "clock with AfterFunc") {
+				t.Fatalf("%s: WithDelayedExecution = %v", tc.name, ok)
+			}
+			fired := make(chan string, 10)
+			After(clk, 2*time.Second, func() { fired <- "kept" })
+			cancel := After(clk, 2*time.Second, func() { fired <- "canceled" })
+			cancel()
+			cancel() // twice is fine
+			fake.Step(time.Second)
+			select {
+			case f := <-fired:
+				t.Fatalf("%s fired a second early", f)
+			case <-time.After(20 * time.Millisecond):
+			}
+			fake.Step(time.Second)
+			if f := <-fired; f != "kept" {
+				t.Fatalf("fired %s, want kept", f)
+			}
+			fake.Step(time.Hour)
+			select {
+			case f := <-fired:
+				t.Fatalf("%s fired again or after its cancel", f)
+			case <-time.After(20 * time.Millisecond):
+			}
+			After(clk, -time.Second, func() { fired <- "due" })
+			fake.Step(0) // a fake clock fires what is due when it is stepped
+			if f := <-fired; f != "due" {
+				t.Fatalf("fired %s, want due", f)
+			}
+		})
 	}
 }

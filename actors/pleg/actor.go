@@ -59,6 +59,8 @@ type plegActor struct {
 	streamDisabled bool // the runtime answered Unimplemented
 	streamBackoff  time.Duration
 	loggedNoStream bool
+	// cancelStreamRetry cancels the scheduled reopening of the stream.
+	cancelStreamRetry func()
 }
 
 func newPLEGActor(cfg Config) *plegActor {
@@ -142,6 +144,7 @@ func (p *plegActor) stop() {
 		return
 	}
 	p.cancel()
+	p.stopStreamRetry()
 	close(p.done)
 	p.cancel = nil
 }
@@ -305,15 +308,16 @@ func (p *plegActor) scheduleStreamRetry() {
 	if p.streamBackoff > streamBackoffMax {
 		p.streamBackoff = streamBackoffMax
 	}
-	timer := p.cfg.Clock.NewTimer(wait)
-	go func() {
-		defer timer.Stop()
-		select {
-		case <-timer.C():
-			p.send(streamRetry{gen: gen})
-		case <-p.done:
-		}
-	}()
+	p.stopStreamRetry()
+	p.cancelStreamRetry = actorutil.After(p.cfg.Clock, wait, func() { p.send(streamRetry{gen: gen}) })
+}
+
+// stopStreamRetry cancels a scheduled reopening of the stream, if any.
+func (p *plegActor) stopStreamRetry() {
+	if p.cancelStreamRetry != nil {
+		p.cancelStreamRetry()
+		p.cancelStreamRetry = nil
+	}
 }
 
 // tell sends a fact to the parent (the supervisor). Facts go as pointers,

@@ -406,3 +406,49 @@ func TestFinalStatusIsReadFromTheRuntimeAfterTheKill(t *testing.T) {
 		t.Fatal("the final status was not read from the runtime")
 	}
 }
+
+// A finished worker still takes a later deletion (issue 22): the deleted
+// pod is published with its final status, so the status entry shows the
+// deletion and the deleted pod is finalized; nothing runs again.
+func TestFinishedWorkerPublishesALaterDeletion(t *testing.T) {
+	h, p := completed(t)
+	calls := h.rt.Count("")
+	h.send(upd(messages.SyncPodUpdate, deleted(p, 30)))
+	eventually(t, "the deletion published", func() bool {
+		st := messagesOf[*messages.PodStatusComputed](h)
+		return st[len(st)-1].Pod.DeletionTimestamp != nil
+	})
+	st := messagesOf[*messages.PodStatusComputed](h)
+	if last := st[len(st)-1]; last.Status.Phase != v1.PodSucceeded {
+		t.Fatalf("published phase = %s, want the final Succeeded", last.Status.Phase)
+	}
+	// The same pod again changes nothing: it is not published twice.
+	h.send(upd(messages.SyncPodSync, deleted(p, 30)))
+	h.never("work or a second publication after finished", func() bool {
+		return h.rt.Count("") != calls || len(h.states()) != 3 || len(messagesOf[*messages.PodStatusComputed](h)) != len(st)
+	})
+}
+
+// A Create for a finished UID (the pod added again) requests a restart, as
+// while terminating; the worker itself starts nothing.
+func TestCreateAfterFinishedRequestsRestart(t *testing.T) {
+	h, _ := completed(t)
+	calls := h.rt.Count("")
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 2, nil)))
+	eventually(t, "restart requested", func() bool {
+		s := messagesOf[*messages.PodWorkerStateChanged](h)
+		return s[len(s)-1].Finished && s[len(s)-1].RestartRequested
+	})
+	h.never("work after finished", func() bool { return h.rt.Count("") != calls })
+}
+
+// completed runs pod u1 until its worker finished with the pod Succeeded.
+func completed(t *testing.T) (*harness, *v1.Pod) {
+	t.Helper()
+	h := newHarness(t, "u1")
+	h.rt.SetPhase("u1", v1.PodSucceeded)
+	p := testPod("u1", 1, nil)
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
+	return h, p
+}

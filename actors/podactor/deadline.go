@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -22,41 +23,45 @@ const (
 // deadlineExceeded is the pod's own timer firing for the deadline at.
 type deadlineExceeded struct{ at time.Time }
 
-// deadlineTimer is the armed deadline of a pod actor.
-type deadlineTimer struct {
-	at     time.Time
-	cancel chan struct{} // closed to stop the timer's goroutine
+// activeDeadline is the part that keeps the pod's active deadline: armed
+// after every sync for the current spec, stopped when the pod terminates.
+type activeDeadline struct {
+	firstSync time.Time // the first sync of this worker
+	at        time.Time // the armed deadline, zero when none
+	cancel    func()    // stops its timer, nil when none runs
 }
 
-func (d *deadlineTimer) stop() {
-	if d.cancel != nil {
-		close(d.cancel)
-		d.cancel = nil
+// synced (re)arms the deadline for pod after a sync that ended at now
+// (lastStatus: the status it reported) and reports whether it has already
+// passed. The timer sends a deadlineExceeded with send.
+func (d *activeDeadline) synced(clk clock.Clock, pod *v1.Pod, lastStatus *v1.PodStatus, now time.Time, send func(any)) (passed bool) {
+	if d.firstSync.IsZero() {
+		d.firstSync = now
 	}
-	d.at = time.Time{}
-}
-
-// start sends msg to self after d on clk, unless stopped first.
-func (d *deadlineTimer) start(clk clock.Clock, left time.Duration, send func()) {
-	cancel := make(chan struct{})
-	d.cancel = cancel
-	t := clk.NewTimer(left)
-	go func() {
-		defer t.Stop()
-		select {
-		case <-t.C():
-			send()
-		case <-cancel:
-		}
-	}()
+	if pod == nil || pod.Spec.ActiveDeadlineSeconds == nil {
+		d.stop()
+		return false
+	}
+	at := d.activeSince(pod, lastStatus).Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
+	if at.Equal(d.at) {
+		return false
+	}
+	d.stop()
+	d.at = at
+	left := at.Sub(clk.Now())
+	if left <= 0 {
+		return true
+	}
+	d.cancel = actorutil.After(clk, left, func() { send(&deadlineExceeded{at: at}) })
+	return false
 }
 
 // activeSince is when the pod became active on this node: its status's
 // start time (the first sandbox, or the pod's published status), else the
 // first sync of this worker.
-func (a *podActor) activeSince() time.Time {
-	since := a.firstSync
-	for _, st := range []*time.Time{statusStart(a.lastStatus), statusStart(&a.pod.Status)} {
+func (d *activeDeadline) activeSince(pod *v1.Pod, lastStatus *v1.PodStatus) time.Time {
+	since := d.firstSync
+	for _, st := range []*time.Time{statusStart(lastStatus), statusStart(&pod.Status)} {
 		if st != nil && (since.IsZero() || st.Before(since)) {
 			since = *st
 		}
@@ -64,46 +69,48 @@ func (a *podActor) activeSince() time.Time {
 	return since
 }
 
-// armDeadline (re)arms the deadline timer for the pod's current spec; a
-// deadline already past kills the pod at once. It is called after every
-// sync, so a changed activeDeadlineSeconds takes effect.
+// due reports whether m is the armed deadline's, and stops it if so.
+func (d *activeDeadline) due(m *deadlineExceeded) bool {
+	if d.at.IsZero() || !m.at.Equal(d.at) {
+		return false
+	}
+	d.stopTimer()
+	return true
+}
+
+// terminating stops the deadline: the pod is being killed already.
+func (d *activeDeadline) terminating() { d.stop() }
+
+func (d *activeDeadline) stop() {
+	d.stopTimer()
+	d.at = time.Time{}
+}
+
+func (d *activeDeadline) stopTimer() {
+	if d.cancel != nil {
+		d.cancel()
+		d.cancel = nil
+	}
+}
+
+// armDeadline tells the deadline part about a sync that did not find the
+// pod terminal; a deadline already past kills the pod at once. It runs
+// after every such sync, so a changed activeDeadlineSeconds takes effect.
 func (a *podActor) armDeadline(ctx actor.Context) {
-	if a.workType != messages.SyncWork || a.pod == nil || a.pod.Spec.ActiveDeadlineSeconds == nil {
-		a.deadline.stop()
-		return
-	}
-	since := a.activeSince()
-	if since.IsZero() {
-		return
-	}
-	at := since.Add(time.Duration(*a.pod.Spec.ActiveDeadlineSeconds) * time.Second)
-	if at.Equal(a.deadline.at) {
-		return
-	}
-	a.deadline.stop()
-	a.deadline.at = at
-	left := at.Sub(a.cfg.Clock.Now())
-	if left <= 0 {
+	if a.deadline.synced(a.cfg.Clock, a.pod, a.lastStatus, a.lastSyncTime, actorutil.To(ctx)) {
 		a.exceedDeadline(ctx)
-		return
 	}
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	a.deadline.start(a.cfg.Clock, left, func() { root.Send(self, &deadlineExceeded{at: at}) })
 }
 
 // onDeadline handles the timer: it kills the pod unless the deadline moved.
 func (a *podActor) onDeadline(ctx actor.Context, m *deadlineExceeded) {
-	if a.workType != messages.SyncWork || !m.at.Equal(a.deadline.at) {
+	if a.state != syncing || !a.deadline.due(m) {
 		return
 	}
 	a.exceedDeadline(ctx)
 }
 
 func (a *podActor) exceedDeadline(ctx actor.Context) {
-	if a.deadline.cancel != nil {
-		close(a.deadline.cancel)
-		a.deadline.cancel = nil
-	}
 	klog.InfoS("Pod exceeded its active deadline, killing it", "pod", klog.KObj(a.pod), "podUID", a.uid,
 		"activeDeadlineSeconds", *a.pod.Spec.ActiveDeadlineSeconds)
 	a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: a.pod, StartTime: a.cfg.Clock.Now(),

@@ -1,17 +1,16 @@
 package podactor
 
 import (
-	"strings"
-
 	"github.com/asynkron/protoactor-go/actor"
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
 )
 
-// syncDone finishes a sync: it reports, and moves to Terminating when the
+// syncDone finishes a sync: the parts learn its result (probes first, so
+// replaced containers' results are gone; the retry while reporting; the
+// deadline once reported), and the pod moves to Terminating when the
 // generated phase is terminal.
 func (a *podActor) syncDone(ctx actor.Context, m *workDone) {
 	a.lastSyncTime = a.cfg.Clock.Now()
@@ -20,21 +19,18 @@ func (a *podActor) syncDone(ctx actor.Context, m *workDone) {
 		phaseChanged = m.apiStatus.Phase != a.lastPhase
 		a.lastPhase = m.apiStatus.Phase
 	}
-	a.pruneProbes(m.status)
+	a.probes.synced(m.status)
 	if m.err != nil && !m.canceled() {
 		klog.ErrorS(m.err, "Error syncing pod, retrying later", "pod", klog.KObj(a.pod), "podUID", a.uid)
 	}
 	a.report(ctx, m, phaseChanged)
-	if a.firstSync.IsZero() {
-		a.firstSync = a.lastSyncTime
-	}
 	if !m.terminal {
 		a.armDeadline(ctx)
 	}
 	if m.terminal {
 		klog.V(2).InfoS("Pod reached a terminal phase, terminating", "pod", klog.KObj(a.pod), "phase", a.lastPhase)
 		a.becomeTerminating(ctx, nil)
-		a.pending = coalesce(a.pending, a.asKill(ctx, &messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: a.pod, StartTime: a.cfg.Clock.Now()}))
+		a.pending = coalesce(a.pending, a.asKill(&messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: a.pod, StartTime: a.cfg.Clock.Now()}))
 	}
 	a.startNext(ctx)
 }
@@ -75,10 +71,11 @@ func (a *podActor) terminatedDone(ctx actor.Context, m *workDone) {
 		if m.apiStatus != nil {
 			base = *m.apiStatus
 		}
-		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: terminalStatus(base, a.lastPhase, a.kill)})
+		final := terminalStatus(base, a.lastPhase, a.kill)
+		a.final = &final
+		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: final})
 	}
-	a.finished = true
-	a.behavior.Become(a.done)
+	a.state = finished
 	a.notifyState(ctx)
 }
 
@@ -92,7 +89,7 @@ func (a *podActor) report(ctx actor.Context, m *workDone, phaseChanged bool) {
 	}
 	a.lastSyncError = errText
 	after := requeueAfter(phaseChanged, m.err, a.cfg.ResyncInterval, a.cfg.BackOffPeriod)
-	after = a.scheduleRetry(ctx, m, now, after)
+	after = a.retry.synced(a.cfg.Clock, m, after, actorutil.To(ctx))
 	a.nextSyncTime = now.Add(after)
 	ut := messages.SyncPodSync
 	if m.kind != workSync {
@@ -114,112 +111,15 @@ func (a *podActor) report(ctx actor.Context, m *workDone, phaseChanged bool) {
 // notifyState tells the parent the worker's state.
 func (a *podActor) notifyState(ctx actor.Context) {
 	ctx.Send(ctx.Parent(), &messages.PodWorkerStateChanged{
-		UID: a.uid, FullName: a.fullName, WorkType: a.workType, Finished: a.finished,
+		UID: a.uid, FullName: a.fullName, WorkType: a.state.workType(), Finished: a.state == finished,
 		RestartRequested: a.restartRequested, Static: a.static,
 	})
-}
-
-// probeResult remembers liveness and startup failures per container
-// instance and syncs the pod so the runtime restarts the container. A
-// sidecar's startup success is remembered too and syncs the pod: the next
-// init container or the regular containers start once it is started.
-func (a *podActor) probeResult(ctx actor.Context, m *messages.ProbeResultChanged) {
-	if m.Kind == messages.Readiness {
-		return
-	}
-	if m.Kind == messages.Startup {
-		if m.Result == messages.ProbeSuccess {
-			a.startedProbes[m.ContainerName] = runtimeContainerID(m.ContainerID)
-			if a.workType == messages.SyncWork && a.pod != nil && isSidecar(a.pod, m.ContainerName) {
-				a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
-			}
-		} else {
-			delete(a.startedProbes, m.ContainerName)
-		}
-	}
-	if m.Result != messages.ProbeFailure {
-		delete(a.failedProbes, m.ContainerName)
-		return
-	}
-	a.failedProbes[m.ContainerName] = probeFailure{containerID: runtimeContainerID(m.ContainerID), message: m.Message, startup: m.Kind == messages.Startup}
-	if a.workType == messages.SyncWork && a.pod != nil {
-		a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
-	}
-}
-
-// runtimeContainerID turns the API form of a container ID
-// ("<runtime>://<id>", as in v1.ContainerStatus and so in probe results)
-// into the runtime's ID, the form cri.PodStatus and SyncPod use.
-func runtimeContainerID(id string) string {
-	if _, after, ok := strings.Cut(id, "://"); ok {
-		return after
-	}
-	return id
-}
-
-// isSidecar reports whether name is a restartable init container of pod.
-func isSidecar(pod *v1.Pod, name string) bool {
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		if c.Name == name {
-			return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-		}
-	}
-	return false
-}
-
-// probeMap is the probes argument of SyncPod, by container ID.
-func (a *podActor) probeMap() cri.Probes {
-	if len(a.failedProbes) == 0 && len(a.startedProbes) == 0 {
-		return nil
-	}
-	out := make(cri.Probes, len(a.failedProbes)+len(a.startedProbes))
-	for _, id := range a.startedProbes {
-		out[id] = cri.ProbeState{Started: true}
-	}
-	for _, f := range a.failedProbes {
-		s := out[f.containerID]
-		s.Failed, s.Message, s.Startup = true, f.message, f.startup
-		out[f.containerID] = s
-	}
-	return out
-}
-
-// pruneProbes forgets failures of containers that were replaced.
-func (a *podActor) pruneProbes(s *cri.PodStatus) {
-	if s == nil {
-		return
-	}
-	for name, f := range a.failedProbes {
-		if c := s.FindContainerStatusByName(name); c != nil && c.ID != f.containerID {
-			delete(a.failedProbes, name)
-		}
-	}
-	for name, id := range a.startedProbes {
-		if c := s.FindContainerStatusByName(name); c != nil && c.ID != id {
-			delete(a.startedProbes, name)
-		}
-	}
-}
-
-// restartPod kills the named container (all when none is named) and syncs.
-func (a *podActor) restartPod(ctx actor.Context, m *messages.RestartPod) {
-	if a.workType != messages.SyncWork || a.pod == nil {
-		klog.InfoS("Ignoring restart of a pod that is not running", "podUID", a.uid, "state", a.workType)
-		return
-	}
-	if m.Container == "" {
-		a.restartAll = true
-	} else {
-		a.restart = append(a.restart, m.Container)
-	}
-	a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
 }
 
 // describe is the worker's state for operators.
 func (a *podActor) describe() *messages.PodWorkerDescription {
 	d := &messages.PodWorkerDescription{
-		Found: true, UID: a.uid, FullName: a.fullName, WorkType: a.workType, Working: a.working,
+		Found: true, UID: a.uid, FullName: a.fullName, WorkType: a.state.workType(), Working: a.work != nil,
 		RestartRequested: a.restartRequested, LastSyncTime: a.lastSyncTime, LastSyncError: a.lastSyncError,
 		NextSyncTime: a.nextSyncTime, ActorRestarts: a.actorRestarts,
 	}
@@ -232,5 +132,3 @@ func (a *podActor) describe() *messages.PodWorkerDescription {
 	}
 	return d
 }
-
-var _ actor.Actor = &podActor{}

@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"k8s.io/utils/clock"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -63,68 +64,79 @@ func failures(err error) []error {
 // ended. gen tells a timer armed before a newer one apart.
 type retryDue struct{ gen uint64 }
 
-// retryTimer is the one timer a pod actor keeps for the end of a back-off.
-type retryTimer struct {
-	gen  uint64
-	at   time.Time
-	stop func()
+// backOffRetry is the part that syncs the pod the instant a back-off it
+// waits on ends: armed by a sync result that waits on back-offs, disarmed
+// by any other result, when the pod terminates and when the actor stops.
+type backOffRetry struct {
+	gen    uint64
+	at     time.Time // the armed end, zero when none
+	cancel func()    // stops the armed timer, nil when none
+	// readRuntime makes the next sync read the pod's status from the
+	// runtime: a back-off ended, which no runtime event shows.
+	readRuntime bool
 }
 
-// arm schedules retryDue at at (replacing an armed timer for another
-// instant); the message goes to self through root.
-func (t *retryTimer) arm(c clock.Clock, root *actor.RootContext, self *actor.PID, at time.Time) {
-	if t.stop != nil && t.at.Equal(at) {
-		return
+// retrySafetyMargin is how long after a back-off's end the supervisor's
+// periodic requeue comes, as a safety net behind the pod's own timer.
+const retrySafetyMargin = time.Second
+
+// synced arms the timer when a sync failed only because it waits on
+// back-offs (or also on them), disarming it otherwise, and returns the
+// requeue interval to report (after, the one the result calls for): the
+// supervisor's requeue then follows the timer as a safety net. The timer
+// sends a retryDue with send.
+func (r *backOffRetry) synced(clk clock.Clock, m *workDone, after time.Duration, send func(any)) time.Duration {
+	if m.kind != workSync || m.err == nil || m.canceled() {
+		r.stop()
+		return after
 	}
-	t.disarm()
-	t.gen++
-	t.at = at
-	msg := &retryDue{gen: t.gen}
-	t.stop = afterFunc(c, at.Sub(c.Now()), func() { root.Send(self, msg) })
-}
-
-// disarm stops the armed timer, if any.
-func (t *retryTimer) disarm() {
-	if t.stop != nil {
-		t.stop()
-		t.stop = nil
+	at, onlyWaits := retryAt(m.err)
+	if at.IsZero() {
+		r.stop()
+		return after
 	}
-	t.at = time.Time{}
+	now := clk.Now()
+	if r.cancel == nil || !r.at.Equal(at) {
+		r.stop()
+		r.gen++
+		r.at = at
+		msg := &retryDue{gen: r.gen}
+		r.cancel = actorutil.After(clk, at.Sub(now), func() { send(msg) })
+	}
+	if d := max(at.Sub(now), 0) + retrySafetyMargin; after > 0 && (onlyWaits || d < after) {
+		return d
+	}
+	return after
 }
 
-// fired reports whether m is the armed timer's message, disarming it.
-func (t *retryTimer) fired(m *retryDue) bool {
-	if t.stop == nil || m.gen != t.gen {
+// fired reports whether m is the armed timer's message, disarming it; the
+// next sync then reads the runtime.
+func (r *backOffRetry) fired(m *retryDue) bool {
+	if r.cancel == nil || m.gen != r.gen {
 		return false
 	}
-	t.stop, t.at = nil, time.Time{}
+	r.cancel, r.at = nil, time.Time{}
+	r.readRuntime = true
 	return true
 }
 
-// afterFunc runs f after d on clock c and returns a function that cancels
-// it. Clocks that can (the real one, the fake one of tests) do it
-// themselves; for others a goroutine waits on a timer.
-func afterFunc(c clock.Clock, d time.Duration, f func()) func() {
-	if d < 0 {
-		d = 0
+// takeReadRuntime tells the next sync whether to read the runtime, once.
+func (r *backOffRetry) takeReadRuntime() bool {
+	read := r.readRuntime
+	r.readRuntime = false
+	return read
+}
+
+// terminating disarms the timer: a terminating pod is not synced again.
+func (r *backOffRetry) terminating() { r.stop() }
+
+// stop disarms the timer, if armed.
+func (r *backOffRetry) stop() {
+	if r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
 	}
-	if dc, ok := c.(clock.WithDelayedExecution); ok {
-		t := dc.AfterFunc(d, f)
-		return func() { t.Stop() }
-	}
-	t := c.NewTimer(d)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
-			f()
-		case <-done:
-		}
-	}()
-	return func() {
-		t.Stop()
-		close(done)
-	}
+	r.at = time.Time{}
 }
 
 // retryNow syncs the pod when a back-off it waited on has ended: the
@@ -135,36 +147,11 @@ func afterFunc(c clock.Clock, d time.Duration, f func()) func() {
 // cache's next freshness tick. The retry still follows that sync, in case
 // it had already acted before the end.
 func (a *podActor) retryNow(ctx actor.Context, m *retryDue) {
-	if !a.retry.fired(m) || a.workType != messages.SyncWork || a.pod == nil {
+	if a.state != syncing || a.pod == nil || !a.retry.fired(m) {
 		return
 	}
-	if a.working && a.workKind == workSync && a.stopWaiting != nil {
-		a.stopWaiting()
+	if a.work != nil && a.work.kind == workSync && a.work.stopWaiting != nil {
+		a.work.stopWaiting()
 	}
-	a.readRuntime = true
 	a.update(ctx, &messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: a.pod, StartTime: a.cfg.Clock.Now()})
-}
-
-// retrySafetyMargin is how long after a back-off's end the supervisor's
-// periodic requeue comes, as a safety net behind the pod's own timer.
-const retrySafetyMargin = time.Second
-
-// scheduleRetry arms the retry timer when a sync failed only because it
-// waits on back-offs (or also on them), and returns the requeue interval to
-// report: the supervisor's requeue then follows the timer as a safety net.
-func (a *podActor) scheduleRetry(ctx actor.Context, m *workDone, now time.Time, after time.Duration) time.Duration {
-	if m.kind != workSync || m.err == nil || m.canceled() {
-		a.retry.disarm()
-		return after
-	}
-	at, onlyWaits := retryAt(m.err)
-	if at.IsZero() {
-		a.retry.disarm()
-		return after
-	}
-	a.retry.arm(a.cfg.Clock, ctx.ActorSystem().Root, ctx.Self(), at)
-	if d := max(at.Sub(now), 0) + retrySafetyMargin; after > 0 && (onlyWaits || d < after) {
-		return d
-	}
-	return after
 }

@@ -185,10 +185,22 @@ func (s *supervisor) childTerminated(ctx actor.Context, who *actor.PID) {
 		return
 	}
 	if (w.report.RestartRequested || d.readded) && d.pod.DeletionTimestamp == nil {
-		d.readded = false
-		klog.InfoS("Restarting pod worker for a pod added again", "pod", klog.KObj(d.pod), "podUID", uid)
-		s.dispatch(ctx, uid, messages.SyncPod{UpdateType: messages.SyncPodCreate, Pod: d.pod, StartTime: s.cfg.Clock.Now()})
+		d.readded = true
+		s.startReadded(ctx, uid)
 		return
 	}
 	d.done = true
+}
+
+// startReadded starts a pod added again while its old worker was stopping,
+// once that worker is gone and the cleanup of the removed pod, which removes
+// everything the runtime has of the UID, is over.
+func (s *supervisor) startReadded(ctx actor.Context, uid types.UID) {
+	d := s.pods[uid]
+	if d == nil || !d.readded || s.workers[uid] != nil || s.cleaning[uid] {
+		return
+	}
+	d.readded = false
+	klog.InfoS("Restarting pod worker for a pod added again", "pod", klog.KObj(d.pod), "podUID", uid)
+	s.dispatch(ctx, uid, messages.SyncPod{UpdateType: messages.SyncPodCreate, Pod: d.pod, StartTime: s.cfg.Clock.Now()})
 }

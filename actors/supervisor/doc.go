@@ -48,9 +48,11 @@
 // stop; Handles gives their PIDs to the agent.
 //
 // Ticks come from the injected clock: every SyncPeriod (1 s) pods whose
-// requeue is due are synced; every HousekeepingPeriod (2 s) finished workers
-// of re-created pods are purged (those of removed pods are purged, and their
-// runtime leftovers cleaned up, as soon as they finish), orphans killed (once sources are ready) and the runtime
-// garbage-collected. Runtime calls run in goroutines and come back as
-// messages, so Receive never blocks.
+// requeue is due are synced; every HousekeepingPeriod (2 s) orphans are
+// killed (once sources are ready) and the runtime garbage-collected. A
+// finished worker is purged as soon as nothing keeps it: its pod removed
+// (then its runtime leftovers are cleaned up at once) or added again (then
+// the pod starts afresh once the old worker is gone and any cleanup of the
+// UID is over). Runtime calls run in goroutines and come back as messages,
+// so Receive never blocks.
 package supervisor

@@ -28,20 +28,11 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 		klog.V(4).InfoS("Housekeeping still running, skipping this tick")
 		return
 	}
-	for uid, w := range s.workers {
-		switch {
-		case w.report.Finished && w.actor != actorPurging && (s.pods[uid] == nil || w.report.RestartRequested):
-			// A finished pod that is still desired stays finished, keeping
-			// its terminal status (an evicted or completed pod), until its
-			// source removes it or re-creates it (restartRequested).
-			if s.pods[uid] == nil {
-				s.purgeRemoved(ctx, w)
-				continue
-			}
-			klog.V(2).InfoS("Purging finished pod worker", "podUID", uid, "fullName", w.report.FullName)
-			w.purge()
-			ctx.Stop(w.pid)
-		case w.actor == actorFailed && !s.cfg.Clock.Now().Before(w.failedAt.Add(s.cfg.WorkerRespawnDelay)):
+	for _, w := range s.workers {
+		if s.purgeFinished(ctx, w) {
+			continue
+		}
+		if w.actor == actorFailed && !s.cfg.Clock.Now().Before(w.failedAt.Add(s.cfg.WorkerRespawnDelay)) {
 			s.respawn(ctx, w)
 		}
 	}
@@ -96,6 +87,28 @@ type podCleanedUp struct {
 	err error
 }
 
+// purgeFinished purges a finished worker that nothing keeps, and reports
+// whether it did: its pod was removed (purgeRemoved) or added again
+// (restartRequested: the worker is stopped, and the pod started afresh once
+// it has). A finished pod that is still desired keeps its worker and its
+// terminal status (an evicted or completed pod) until then.
+func (s *supervisor) purgeFinished(ctx actor.Context, w *worker) bool {
+	if !w.report.Finished || w.actor == actorPurging {
+		return false
+	}
+	switch {
+	case s.pods[w.uid] == nil:
+		s.purgeRemoved(ctx, w)
+	case w.report.RestartRequested:
+		klog.V(2).InfoS("Purging finished pod worker", "podUID", w.uid, "fullName", w.report.FullName)
+		w.purge()
+		ctx.Stop(w.pid)
+	default:
+		return false
+	}
+	return true
+}
+
 // purgeRemoved stops the finished worker of a pod no source wants, makes
 // the status and prober actors forget it, and removes what the runtime keeps
 // of it (sandboxes, dead containers, volumes, logs) at once: a deleted pod's
@@ -107,6 +120,7 @@ func (s *supervisor) purgeRemoved(ctx actor.Context, w *worker) {
 	w.purge()
 	ctx.Stop(w.pid)
 	s.tell(ctx, &messages.PodForgotten{UID: w.uid}, s.status, s.prober)
+	s.cleaning[w.uid] = true
 	rt, life, sem, uid := s.cfg.Runtime, s.life, s.cleanupSem, w.uid
 	actorutil.Go(actorutil.To(ctx), func() any {
 		select {
@@ -119,10 +133,13 @@ func (s *supervisor) purgeRemoved(ctx actor.Context, w *worker) {
 	})
 }
 
-// podCleanedUp logs a failed cleanup; the runtime's garbage collection and
-// the orphan sweep of housekeeping catch what it left.
-func (s *supervisor) podCleanedUp(m *podCleanedUp) {
+// podCleanedUp logs a failed cleanup (the runtime's garbage collection and
+// the orphan sweep of housekeeping catch what it left) and starts the pod
+// if it was added again meanwhile.
+func (s *supervisor) podCleanedUp(ctx actor.Context, m *podCleanedUp) {
+	delete(s.cleaning, m.uid)
 	if m.err != nil && s.life.Err() == nil {
 		klog.ErrorS(m.err, "Cleaning up a removed pod failed", "podUID", m.uid)
 	}
+	s.startReadded(ctx, m.uid)
 }

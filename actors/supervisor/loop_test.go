@@ -410,3 +410,52 @@ func TestPurgedPodsAreCleanedUpInParallel(t *testing.T) {
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: pods, Source: messages.SourceRemote})
 	eventually(t, "three cleanups in flight together", func() bool { return h.rt.Count(fake.OpCleanupPod) == 3 })
 }
+
+// A pod that finished and is then deleted gracefully (issue 22) is
+// published with the deletion, so the status owner finalizes it; its
+// removal that follows purges it and cleans it up at once.
+func TestFinishedPodDeletedIsPublishedThenPurgedOnRemove(t *testing.T) {
+	h := newHarness(t, nil)
+	h.rt.SetPhase("a", v1.PodSucceeded)
+	p := newPod("a", "a", 1)
+	h.add(p)
+	eventually(t, "finished", func() bool { return finished(h, "a") })
+	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 30)}, Source: messages.SourceRemote})
+	eventually(t, "the deletion published", func() bool {
+		for _, m := range actortest.Of[*messages.PodStatusComputed](h.status) {
+			if m.Pod.DeletionTimestamp != nil && m.Status.Phase == v1.PodSucceeded {
+				return true
+			}
+		}
+		return false
+	})
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{deletedPod(p, 0)}, Source: messages.SourceRemote})
+	eventually(t, "worker purged", func() bool { return !h.describe("a").Found })
+	eventually(t, "status forgotten", func() bool { return len(actortest.Of[*messages.PodForgotten](h.status)) == 1 })
+	eventually(t, "pod cleaned up", func() bool { return h.rt.Count(fake.OpCleanupPod) == 1 })
+	if n := h.rt.Count(fake.OpGC); n != 0 {
+		t.Fatalf("%d housekeeping passes ran; the purge must not wait for one", n)
+	}
+}
+
+// A finished pod removed and added again under the same UID (a static
+// manifest put back, a fleet pod whose selector matches again) runs again,
+// once the removed pod's cleanup is over.
+func TestFinishedPodRemovedAndAddedAgainRunsAfterCleanup(t *testing.T) {
+	h := newHarness(t, nil)
+	h.rt.SetPhase("a", v1.PodSucceeded)
+	p := newPod("a", "a", 1)
+	h.add(p)
+	eventually(t, "finished", func() bool { return finished(h, "a") })
+	release := h.rt.Hold(fake.OpCleanupPod)
+	h.rt.SetPhase("a", v1.PodRunning)
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
+	h.add(p)
+	eventually(t, "cleanup in flight", func() bool { return h.rt.Count(fake.OpCleanupPod) == 1 })
+	h.never("a start during the cleanup", func() bool { return h.syncsOf("a") > 0 })
+	release()
+	eventually(t, "the pod runs again", func() bool { return h.syncsOf("a") > 0 })
+	if d := h.describe("a"); d.WorkType != messages.SyncWork || d.RestartRequested {
+		t.Fatalf("new worker = %+v, want a fresh syncing worker", d)
+	}
+}

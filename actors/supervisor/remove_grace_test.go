@@ -44,7 +44,9 @@ func TestRemoveOnlyShortensTheGracePeriod(t *testing.T) {
 			if kills == 0 {
 				eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
 			} else {
-				eventually(t, "finished", func() bool { return finished(h, "a") })
+				// Finished by the graceful kill, the worker is purged on
+				// the removal.
+				eventually(t, "purged", func() bool { return !h.describe("a").Found })
 			}
 			all := h.killsOf("a")
 			switch g := all[len(all)-1].Grace; {

@@ -41,6 +41,7 @@ type supervisor struct {
 	cancel         context.CancelFunc // cancels the housekeeping pass in flight
 	life           context.Context    // ends when the loop stops
 	cleanupSem     chan struct{}      // bounds the cleanups of removed pods in flight
+	cleaning       map[types.UID]bool // removed pods whose cleanup is in flight
 	endLife        context.CancelFunc
 	stopTicks      chan struct{}
 	runtimeReady   bool
@@ -72,7 +73,7 @@ func Props(cfg Config) (*actor.Props, error) {
 			pods: map[types.UID]*desiredPod{}, workers: map[types.UID]*worker{}, byPID: map[string]types.UID{},
 			static: newStaticPods(), plegHealthy: true, runtimeMessage: "runtime status not reported yet",
 			lostChildren: map[string]bool{}, cancel: func() {}, life: context.Background(), endLife: func() {},
-			cleanupSem: make(chan struct{}, cleanupParallelism),
+			cleanupSem: make(chan struct{}, cleanupParallelism), cleaning: map[types.UID]bool{},
 		}
 	}, actor.WithSupervisor(newRestartStrategy(cfg))), nil
 }
@@ -158,7 +159,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *housekeepingDone:
 		s.housekeepingDone(ctx, m)
 	case *podCleanedUp:
-		s.podCleanedUp(m)
+		s.podCleanedUp(ctx, m)
 	case *deadContainersRemoved:
 		if m.err != nil {
 			klog.ErrorS(m.err, "Failed to remove dead containers", "podUID", m.uid)

@@ -52,11 +52,14 @@ func (s *supervisor) addPods(ctx actor.Context, source string, pods []*v1.Pod) {
 			s.updatePod(ctx, source, p) // already known: an update
 			continue
 		}
-		if w := s.workers[p.UID]; w != nil {
-			// The UID came back while its worker is stopping: the worker
-			// records restartRequested and is restarted once purged.
+		if w := s.workers[p.UID]; w != nil || s.cleaning[p.UID] {
+			// The UID came back while its worker is stopping (the worker
+			// records restartRequested) or its cleanup runs: it starts once
+			// the worker is purged and the cleanup is over.
 			s.pods[p.UID] = &desiredPod{pod: p, source: source, readded: true}
-			s.dispatch(ctx, p.UID, messages.SyncPod{UpdateType: messages.SyncPodCreate, Pod: p, StartTime: s.cfg.Clock.Now()})
+			if w != nil {
+				s.dispatch(ctx, p.UID, messages.SyncPod{UpdateType: messages.SyncPodCreate, Pod: p, StartTime: s.cfg.Clock.Now()})
+			}
 			continue
 		}
 		d := &desiredPod{pod: p, source: source}
@@ -121,6 +124,13 @@ func (s *supervisor) removePod(ctx actor.Context, uid types.UID, removed *v1.Pod
 			cp.DeletionTimestamp = removed.DeletionTimestamp
 		}
 		pod = &cp
+	}
+	if w := s.workers[uid]; w != nil && w.actor == actorLive {
+		// A worker that finished before the removal (a completed pod, one
+		// killed or evicted) has nothing left to kill: it is purged and the
+		// pod cleaned up now, not at the next housekeeping tick (the kill
+		// below is then only remembered).
+		s.purgeFinished(ctx, w)
 	}
 	s.dispatch(ctx, uid, messages.SyncPod{UpdateType: messages.SyncPodKill, Pod: pod, StartTime: s.cfg.Clock.Now()})
 }

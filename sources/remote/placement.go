@@ -13,8 +13,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
+	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -180,29 +180,13 @@ func (s *Source) reevaluate(ctx context.Context) {
 		s.evictTimer = nil
 	}
 	if next >= 0 {
-		s.evictTimer = afterFunc(s.cfg.Clock, next, func() {
+		s.evictTimer = actorutil.After(s.cfg.Clock, next, func() {
 			select {
 			case s.node.changed <- struct{}{}:
 			default:
 			}
 		})
 	}
-}
-
-// afterFunc runs f after d on clk and returns a stop function.
-func afterFunc(clk clock.Clock, d time.Duration, f func()) func() {
-	t := clk.NewTimer(d)
-	stop := make(chan struct{})
-	go func() {
-		defer t.Stop()
-		select {
-		case <-t.C():
-			f()
-		case <-stop:
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(stop) }) }
 }
 
 func isFleetKey(key string) bool {
