@@ -59,6 +59,9 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 		return err
 	}
 	forState, err := parseWaitFor(*waitFor)
+	if err == nil && forState == forDeleted {
+		err = errors.New("--for delete: apply waits for pods to run; wait for a deletion with delete --wait")
+	}
 	if err != nil {
 		return err
 	}

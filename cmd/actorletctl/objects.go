@@ -245,7 +245,9 @@ func withTypeMeta(raw []byte, kind string) []byte {
 	return out
 }
 
-// deleteObject removes a ConfigMap or Secret from its scope.
+// deleteObject removes a ConfigMap or Secret from its scope. Without
+// --node it is the fleet-wide one, or else the only node-scoped one (as
+// delete finds a pod applied with --node).
 func (c *cli) deleteObject(ctx context.Context, kind, namespace, name, node string) error {
 	bucket, err := wire.ObjectBucket(kind)
 	if err != nil {
@@ -258,8 +260,26 @@ func (c *cli) deleteObject(ctx context.Context, kind, namespace, name, node stri
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
 	key := objectKey(node, namespace, name)
-	if _, err := kv.Get(qctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
-		scope := "fleet-wide"
+	_, err = kv.Get(qctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) && node == "" {
+		es, _, lerr := entries(qctx, kv, "node.*."+wire.EncodeName(namespace)+"."+wire.EncodeName(name), false)
+		switch {
+		case lerr != nil:
+			return lerr
+		case len(es) == 1:
+			key, err = es[0].Key(), nil
+		case len(es) > 1:
+			var nodes []string
+			for _, e := range es {
+				if k, perr := wire.ParseObjectKey(e.Key()); perr == nil {
+					nodes = append(nodes, k.Node)
+				}
+			}
+			return fmt.Errorf("%s %q exists for several nodes (%s) and not fleet-wide: choose one with --node", strings.ToLower(kind), name, strings.Join(nodes, ", "))
+		}
+	}
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		scope := "fleet-wide or for any node"
 		if node != "" {
 			scope = "on node " + node
 		}

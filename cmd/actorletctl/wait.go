@@ -83,7 +83,8 @@ func (c *cli) waitRunning(ctx context.Context, pods []applied, forState string) 
 }
 
 // record keeps a status if it belongs to one of the applied pods (same
-// UID: older statuses of a replaced pod are ignored).
+// UID: older statuses of a replaced pod are ignored; a pod without a UID,
+// from actorletctl wait, takes any).
 func (c *cli) record(pods []applied, statuses []map[string]*v1.Pod, key string, value []byte) {
 	node := wire.DecodeName(firstToken(key))
 	for i, a := range pods {
@@ -98,7 +99,7 @@ func (c *cli) record(pods []applied, statuses []map[string]*v1.Pod, key string, 
 			return
 		}
 		var p v1.Pod
-		if err := json.Unmarshal(value, &p); err != nil || p.UID != a.pod.UID {
+		if err := json.Unmarshal(value, &p); err != nil || (a.pod.UID != "" && p.UID != a.pod.UID) {
 			return
 		}
 		statuses[i][key] = &p

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The states apply --wait waits for (--for).
@@ -13,6 +16,7 @@ const (
 	forReady     = "ready"     // Running with every container Ready
 	forRunning   = "running"   // Running with every container started (or already finished)
 	forCompleted = "completed" // Succeeded (Failed is a failure)
+	forDeleted   = "delete"    // gone from its node(s): actorletctl wait only
 )
 
 // parseWaitFor reads --for: the states above, or kubectl wait's spellings
@@ -28,8 +32,10 @@ func parseWaitFor(s string) (string, error) {
 		return forRunning, nil
 	case forCompleted, "succeeded", "jsonpath={.status.phase}=succeeded":
 		return forCompleted, nil
+	case forDeleted, "deleted":
+		return forDeleted, nil
 	}
-	return "", fmt.Errorf("--for %q: want auto, ready (condition=Ready), running or completed", s)
+	return "", fmt.Errorf("--for %q: want auto, ready (condition=Ready), running, completed or (wait only) delete", s)
 }
 
 // waitTarget is the state --wait waits for on pod: with auto, a pod that
@@ -43,4 +49,49 @@ func waitTarget(pod *v1.Pod, forState string) string {
 		return forCompleted
 	}
 	return forReady
+}
+
+// wait is kubectl wait for pods: until each named pod reached the state
+// --for names (ready by default), or is gone (--for delete). A pod that
+// does not exist yet is waited for (a static pod about to start).
+func (c *cli) wait(ctx context.Context, args []string) error {
+	fs := c.flags("wait")
+	ns, node := podFlags(fs)
+	waitFor := fs.String("for", forReady, "ready (condition=Ready), running, completed, or delete")
+	waitTimeout := fs.Duration("wait-timeout", 5*time.Minute, "how long to wait")
+	pos, _, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	targets, err := argTargets(pos, *ns)
+	if err == nil {
+		for _, t := range targets {
+			if t.kind != "Pod" {
+				err = fmt.Errorf("%s: wait waits for pods only", t.source)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "error: %v\n", err)
+		fs.Usage()
+		return errUsage
+	}
+	forState, err := parseWaitFor(*waitFor)
+	if err != nil {
+		return err
+	}
+	if forState == forAuto {
+		forState = forReady // the pod's restart policy is not known here
+	}
+	var pods []applied
+	for _, t := range targets {
+		// No UID: whichever instance of the pod the node reports.
+		pods = append(pods, applied{pod: &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.namespace, Name: t.name}}, node: *node})
+	}
+	wctx, cancel := context.WithTimeout(ctx, *waitTimeout)
+	defer cancel()
+	if forState == forDeleted {
+		return c.waitDeleted(wctx, pods)
+	}
+	return c.waitRunning(wctx, pods, forState)
 }
