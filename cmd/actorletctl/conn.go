@@ -247,7 +247,7 @@ func (c *cli) podNode(ctx context.Context, namespace, name, node string) (string
 	case 1:
 		return nodes[0], nil
 	case 0:
-		return "", fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, wire.StatusBucket)
+		return "", c.notFoundHint(qctx, namespace, name, fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, wire.StatusBucket))
 	}
 	return "", fmt.Errorf("pod %s/%s runs on several nodes (%v): choose one with --node", namespace, name, nodes)
 }

@@ -79,9 +79,10 @@ func (c *cli) fileTargets(files []string, namespace string) ([]deleteTarget, err
 	return out, nil
 }
 
-// notFoundHint explains a pod delete found no desired entry for: a static
-// pod runs from a manifest file on its node (name the file), and a static
-// pod's name ends in -<node>.
+// notFoundHint explains a pod that was not found (by delete: no desired
+// entry; by the node commands: no status): a static pod runs from a
+// manifest file on its node (name the file), and a static pod's name ends
+// in -<node>.
 func (c *cli) notFoundHint(ctx context.Context, ns, name string, notFound error) error {
 	kv, err := c.bucket(ctx, wire.StatusBucket)
 	if err != nil {
@@ -111,7 +112,7 @@ func (c *cli) notFoundHint(ctx context.Context, ns, name string, notFound error)
 	}
 	if len(similar) > 0 {
 		sort.Strings(similar)
-		return fmt.Errorf("%w; static pods are named <name>-<node>: did you mean %s? (remove its manifest file on the node to stop it)", notFound, strings.Join(similar, ", "))
+		return fmt.Errorf("%w; static pods are named <name>-<node>: did you mean %s?", notFound, strings.Join(similar, ", "))
 	}
 	return notFound
 }

@@ -123,6 +123,9 @@ data:
 	if r.code != 1 || !strings.Contains(r.stderr, "static pods are named <name>-<node>: did you mean kf-ticker-kf-n1?") {
 		t.Errorf("delete of a static pod by its manifest's name: %s", r)
 	}
+	if r := f.ctl(t, "logs", "kf-ticker"); r.code != 1 || !strings.Contains(r.stderr, "did you mean kf-ticker-kf-n1?") {
+		t.Errorf("logs of a static pod by its manifest's name: %s", r)
+	}
 	if err := os.Remove(static); err != nil {
 		t.Fatal(err)
 	}
