@@ -65,7 +65,8 @@ func testExamples(t *testing.T, f *fleet) {
 		if body := f.forwardGet(t, "http-server", port); body != "hello from http-server\n" {
 			t.Errorf("GET through port-forward: %q", body)
 		}
-		f.ctl(t, "delete", "pod", "http-server", "--node", n.name, "--now")
+		// Gracefully: the server removes the directory it served from.
+		f.mustCtl(t, "delete", "pod", "http-server", "--node", n.name, "--wait", "--wait-timeout", "40s")
 	}
 
 	f.waitPod(t, n.name, "default", "web", "ready", func(p *v1.Pod) bool {
