@@ -140,12 +140,13 @@ func (f *nameFilter) missing(c *cli, where string) error {
 }
 
 // printItems prints the objects for -o json|yaml: the one object asked for
-// by name, else a v1.List as kubectl does.
+// by name, else (no name, several names, or one fleet pod's instances on
+// several nodes) a v1.List, as kubectl does.
 func printItems(c *cli, output string, f *nameFilter, items []runtime.RawExtension) error {
-	if f.single() {
-		if len(items) == 0 {
-			return nil
-		}
+	if f.single() && len(items) == 0 {
+		return nil
+	}
+	if f.single() && len(items) == 1 {
 		if items[0].Object != nil {
 			return printObject(c.stdout, output, items[0].Object)
 		}
