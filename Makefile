@@ -13,9 +13,11 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-8s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build bin/actorlet and bin/actorletctl
-	$(GO) build -o $(BIN)/ ./cmd/...
+	@echo "Building bin/actorlet and bin/actorletctl (go build -v lists each package it compiles; the first build on a fresh machine compiles every dependency and takes a minute or more)..."
+	$(GO) build -v -o $(BIN)/ ./cmd/...
 
 run: build ## Run a node on embedded defaults (embedded NATS, process runtime) under ./.actorlet
+	@echo "Starting node $(NODE) on embedded defaults (NATS on 127.0.0.1:4222 unless ARGS gives --nats-port; the process runtime), state in $(ROOT_DIR), static pods from $(ROOT_DIR)/manifests. Ctrl-C stops the node; its pods keep running and the next make run adopts them."
 	$(BIN)/actorlet --root-dir $(ROOT_DIR) --node-name $(NODE) --pod-manifest-path $(ROOT_DIR)/manifests $(ARGS)
 
 test: ## Run the unit and integration tests with the race detector
@@ -33,5 +35,9 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-clean: ## Remove build output and the local run directory
+clean: ## Remove build output and the local run directory (refuses while its node or pods run)
+	@if [ -d "$(ROOT_DIR)" ]; then \
+		echo "Checking that nothing of $(ROOT_DIR) still runs (bin/actorlet running)..."; \
+		$(GO) build -o $(BIN)/ ./cmd/actorlet && $(BIN)/actorlet running --root-dir "$(ROOT_DIR)" || { echo "make clean: refused, $(ROOT_DIR) kept"; exit 1; }; \
+	fi
 	rm -rf $(BIN) $(ROOT_DIR)

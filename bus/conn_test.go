@@ -2,6 +2,8 @@ package bus_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,5 +140,19 @@ func TestOptionsValidation(t *testing.T) {
 				t.Fatalf("Connect error = %v, want containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestEmbeddedPortInUse: a second node on a taken client port fails with
+// the address and the flag to change, as soon as the server cannot listen
+// (not after the ready timeout, whose error says "not ready").
+func TestEmbeddedPortInUse(t *testing.T) {
+	ctx := testContext(t)
+	port := testutil.ServeTCP(t, func(c net.Conn) { c.Close() })
+	_, err := bus.Connect(ctx, bus.Options{EmbeddedPort: port, StoreDir: t.TempDir(), User: "node", Password: "s3cret"})
+	want := fmt.Sprintf("127.0.0.1:%d is already in use", port)
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--nats-port") {
+		t.Fatalf("Connect on a taken port: %v, want %q naming --nats-port", err, want)
 	}
 }

@@ -2,6 +2,9 @@ package bus
 
 import (
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -10,6 +13,30 @@ import (
 // embeddedReadyTimeout bounds how long Connect waits for the embedded server
 // (JetStream recovers its store before it accepts clients).
 const embeddedReadyTimeout = 30 * time.Second
+
+// readyPoll is how often the start checks for the server's readiness
+// while also watching for a fatal error.
+const readyPoll = 50 * time.Millisecond
+
+// waitReady waits until s accepts clients, a fatal error is logged (the
+// client port taken: known at once, no need to wait the timeout out), or
+// embeddedReadyTimeout passes.
+func waitReady(s *server.Server, fatal <-chan error) error {
+	deadline := time.Now().Add(embeddedReadyTimeout)
+	for {
+		select {
+		case err := <-fatal:
+			return err
+		default:
+		}
+		if s.ReadyForConnections(readyPoll) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s", embeddedReadyTimeout)
+		}
+	}
+}
 
 // leafReconnect is how often an edge node's server retries its uplink.
 const leafReconnect = time.Second
@@ -52,12 +79,18 @@ func startEmbedded(o Options) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create embedded NATS server: %w", err)
 	}
-	s.SetLoggerV2(serverLogger{}, false, false, false)
+	fatal := make(chan error, 1)
+	s.SetLoggerV2(serverLogger{fatal: fatal}, false, false, false)
 	go s.Start()
-	if !s.ReadyForConnections(embeddedReadyTimeout) {
+	if err := waitReady(s, fatal); err != nil {
 		s.Shutdown()
 		s.WaitForShutdown()
-		return nil, fmt.Errorf("embedded NATS server on %s:%d not ready after %s", o.EmbeddedHost, o.EmbeddedPort, embeddedReadyTimeout)
+		addr := net.JoinHostPort(o.EmbeddedHost, strconv.Itoa(o.EmbeddedPort))
+		if strings.Contains(err.Error(), "address already in use") {
+			return nil, fmt.Errorf("embedded NATS server: %s is already in use (another actorlet or NATS server? "+
+				"stop it, or give this node another port with --nats-port, or --nats-port=-1 for a free one): %w", addr, err)
+		}
+		return nil, fmt.Errorf("embedded NATS server on %s: %w", addr, err)
 	}
 	if !s.JetStreamEnabled() {
 		s.Shutdown()

@@ -8,8 +8,12 @@ import (
 )
 
 // serverLogger routes the embedded nats-server's log through klog. Notices
-// are verbose (V(2)): the agent's own log says what matters.
-type serverLogger struct{}
+// are verbose (V(2)): the agent's own log says what matters. A fatal error
+// (the client port taken, ...) is also sent on fatal, when set, so the
+// start fails at once instead of waiting out the ready timeout.
+type serverLogger struct {
+	fatal chan<- error
+}
 
 var _ server.Logger = serverLogger{}
 
@@ -21,8 +25,15 @@ func (serverLogger) Warnf(format string, v ...any) {
 	klog.InfoS("NATS server warning", "msg", fmt.Sprintf(format, v...))
 }
 
-func (serverLogger) Fatalf(format string, v ...any) {
-	klog.ErrorS(fmt.Errorf(format, v...), "NATS server fatal error")
+func (l serverLogger) Fatalf(format string, v ...any) {
+	err := fmt.Errorf(format, v...)
+	klog.ErrorS(err, "NATS server fatal error")
+	if l.fatal != nil {
+		select {
+		case l.fatal <- err:
+		default:
+		}
+	}
 }
 
 func (serverLogger) Errorf(format string, v ...any) {

@@ -33,6 +33,8 @@ func realMain(args []string) int {
 	var err error
 	if len(args) > 0 && args[0] == "runtime" {
 		err = runRuntime(ctx, args[1:])
+	} else if len(args) > 0 && args[0] == "running" {
+		return runRunning(args[1:], os.Stdout, os.Stderr)
 	} else if len(args) > 0 && args[0] == "version" {
 		fmt.Println("actorlet", agent.Version)
 		return 0

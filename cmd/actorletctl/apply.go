@@ -51,9 +51,17 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 	fs.Var(&files, "f", "file, directory (*.yaml, *.yml, *.json) or - for stdin; repeatable")
 	node := fs.String("node", "", "node to run the pods on (default: the only registered node); for ConfigMaps and Secrets: the only node that may read them (default: every node)")
 	selector := fs.String("selector", "", "run the pods on every node with these labels (k=v,...): a fleet pod")
-	wait := fs.Bool("wait", false, "wait until every pod is running (or failed)")
+	wait := fs.Bool("wait", false, "wait until every pod reached the state --for names (or failed)")
+	waitFor := fs.String("for", forAuto, "with --wait: ready (condition=Ready), running, completed, or auto: completed for a run-once pod (restartPolicy Never or OnFailure), else ready")
 	waitTimeout := fs.Duration("wait-timeout", 5*time.Minute, "how long --wait waits")
 	pos, _, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	forState, err := parseWaitFor(*waitFor)
+	if err == nil && forState == forDeleted {
+		err = errors.New("--for delete: apply waits for pods to run; wait for a deletion with delete --wait")
+	}
 	if err != nil {
 		return err
 	}
@@ -133,7 +141,7 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 	if *wait {
 		wctx, cancel := context.WithTimeout(ctx, *waitTimeout)
 		defer cancel()
-		return c.waitRunning(wctx, done)
+		return c.waitRunning(wctx, done, forState)
 	}
 	return nil
 }
@@ -201,6 +209,11 @@ func splitManifests(name string, r io.Reader) ([]manifest, error) {
 		m := manifest{source: name}
 		if doc > 1 || len(out) > 0 {
 			m.source = fmt.Sprintf("%s (document %d)", name, doc)
+		}
+		if err := typeMetaError(data); err != nil {
+			m.err = err
+			out = append(out, m)
+			continue
 		}
 		switch kind, _ := validation.Kind(data); kind {
 		case "ConfigMap":

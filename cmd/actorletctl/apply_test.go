@@ -159,7 +159,7 @@ func TestApplyWait(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		_, errOut, code := e.run(context.Background(), "", "apply", "-f", testutil.WriteFile(t, dir, "slow.yaml", podYAML("slow")), "--node", "n1", "--wait", "--wait-timeout", "300ms")
-		if code != 1 || !strings.Contains(errOut, "timed out waiting for pods to run: slow") {
+		if code != 1 || !strings.Contains(errOut, "timed out waiting for pods: slow (not ready)") {
 			t.Fatalf("exit %d stderr %s", code, errOut)
 		}
 	})

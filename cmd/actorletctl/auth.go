@@ -121,11 +121,16 @@ func (c *cli) nodeAdd(ctx context.Context, a *busauth.Authority, name, out strin
 	}
 	tctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
+	// Each step may wait on the bus (a cluster electing a leader): say
+	// which one runs, in apply --wait's style.
+	step := func(what string) { fmt.Fprintf(c.stdout, "node/%s: %s\n", name, what) }
+	step("creating its consumers of desired pods and commands")
 	if err := busauth.EnsureNodeConsumers(tctx, cn.js, name); err != nil {
 		return fmt.Errorf("create the consumers of node %q (are the buckets there? actorletctl bootstrap creates them, see docs/security.md): %w", name, err)
 	}
 	// The ConfigMap and Secret buckets (created if missing: actorletctl
 	// bootstrap does not make them), then the node's consumers on them.
+	step("creating the ConfigMap and Secret buckets (when missing) and its consumers on them")
 	if err := wire.EnsureObjectBuckets(tctx, cn.js); err != nil {
 		return fmt.Errorf("create the ConfigMap and Secret buckets: %w", err)
 	}
@@ -133,6 +138,7 @@ func (c *cli) nodeAdd(ctx context.Context, a *busauth.Authority, name, out strin
 		return fmt.Errorf("create the ConfigMap and Secret consumers of node %q (are the buckets %s and %s there? see docs/protocol.md): %w",
 			name, wire.ConfigMapsBucket, wire.SecretsBucket, err)
 	}
+	step("issuing its credentials")
 	creds, err := a.IssueNode(name)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +26,7 @@ type globalFlags struct {
 	user, password, token, creds string
 	tlsCA, tlsCert, tlsKey       string
 	timeout                      time.Duration
+	credsFrom                    string // the credentials file and how it was chosen, set by clientAuth
 }
 
 // register adds the global flags to fs, with the values already parsed (or
@@ -56,6 +58,9 @@ func (g *globalFlags) register(fs *flag.FlagSet) {
 func (g *globalFlags) clientAuth() (wire.ClientAuth, error) {
 	auth := wire.ClientAuth{User: g.user, Password: g.password, Token: g.token, CredsFile: g.creds,
 		TLSCA: g.tlsCA, TLSCert: g.tlsCert, TLSKey: g.tlsKey}
+	if g.creds != "" {
+		g.credsFrom = fmt.Sprintf("credentials %s (--creds)", g.creds)
+	}
 	if auth.User != "" && auth.Password == "" {
 		auth.Password = os.Getenv("ACTORLET_NATS_PASSWORD")
 	}
@@ -68,6 +73,14 @@ func (g *globalFlags) clientAuth() (wire.ClientAuth, error) {
 			return auth, err
 		}
 		auth.CredsFile = creds
+		switch {
+		case creds == "":
+		case os.Getenv("ACTORLET_CREDS") == creds:
+			g.credsFrom = fmt.Sprintf("credentials %s (from ACTORLET_CREDS)", creds)
+		default:
+			abs, _ := filepath.Abs(creds)
+			g.credsFrom = fmt.Sprintf("credentials %s (found in the default places)", abs)
+		}
 	}
 	if err := auth.Validate(); err != nil {
 		return auth, fmt.Errorf("bus flags (--user, --password, --token, --tls-cert, --tls-key): %w", err)
@@ -106,7 +119,7 @@ func (c *cli) connect(ctx context.Context) (*conn, error) {
 	}
 	nc, err := nats.Connect(g.server, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", wire.RedactURLs(g.server), err)
+		return nil, g.connectError(err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -234,7 +247,7 @@ func (c *cli) podNode(ctx context.Context, namespace, name, node string) (string
 	case 1:
 		return nodes[0], nil
 	case 0:
-		return "", fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, wire.StatusBucket)
+		return "", c.notFoundHint(qctx, namespace, name, fmt.Errorf("pod %s/%s not found on any node (no status in %s): check the name and namespace, or give --node", namespace, name, wire.StatusBucket))
 	}
 	return "", fmt.Errorf("pod %s/%s runs on several nodes (%v): choose one with --node", namespace, name, nodes)
 }

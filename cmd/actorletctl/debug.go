@@ -96,7 +96,7 @@ const debugAttachTimeout = 2 * time.Minute
 // not running yet, it asks again.
 func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req wire.SessionRequest) error {
 	deadline := time.Now().Add(debugAttachTimeout)
-	announced := false
+	last := ""
 	for {
 		n, client, err := c.target(ctx, ns, pod, node)
 		if err == nil {
@@ -107,9 +107,23 @@ func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req w
 		if !notYet || time.Now().After(deadline) {
 			return err
 		}
-		if !announced {
-			fmt.Fprintf(c.stderr, "Waiting for container %s to start...\n", req.Container)
-			announced = true
+		// Say how the container is doing, in apply --wait's style, and
+		// stop at once when it cannot run.
+		line, failed := "", error(nil)
+		if client != nil {
+			if p, gerr := client.GetPod(ctx, n, ns, pod); gerr == nil {
+				line, failed = debugProgress(p, req.Container)
+			}
+		}
+		if line == "" {
+			line = fmt.Sprintf("pod/%s: waiting for container %s to start", pod, req.Container)
+		}
+		if line != last {
+			fmt.Fprintln(c.stderr, line)
+			last = line
+		}
+		if failed != nil {
+			return failed
 		}
 		select {
 		case <-ctx.Done():
@@ -117,4 +131,35 @@ func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req w
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// debugProgress is a progress line for the ephemeral container name of p,
+// and an error when it cannot run (a failed start, or it already ended:
+// nothing to attach to).
+func debugProgress(p *v1.Pod, name string) (string, error) {
+	for _, cs := range p.Status.EphemeralContainerStatuses {
+		if cs.Name != name {
+			continue
+		}
+		switch st := cs.State; {
+		case st.Waiting != nil:
+			line := fmt.Sprintf("pod/%s: container %s: %s", p.Name, name, orElse(st.Waiting.Reason, "Waiting"))
+			if st.Waiting.Message != "" {
+				line += " (" + st.Waiting.Message + ")"
+			}
+			if failureReasons[st.Waiting.Reason] {
+				return line, fmt.Errorf("debug container %s cannot start: %s: %s (on the process runtime a container needs a command: debug POD --image IMG -it -- sh)",
+					name, st.Waiting.Reason, st.Waiting.Message)
+			}
+			return line, nil
+		case st.Terminated != nil:
+			t := st.Terminated
+			return fmt.Sprintf("pod/%s: container %s: %s", p.Name, name, orElse(t.Reason, "Terminated")),
+				fmt.Errorf("debug container %s ended (%s, exit code %d) before it could be attached to: %s; its output: actorletctl logs %s -c %s -n %s",
+					name, orElse(t.Reason, "Terminated"), t.ExitCode, orElse(t.Message, "no message"), p.Name, name, p.Namespace)
+		case st.Running != nil:
+			return fmt.Sprintf("pod/%s: container %s: Running", p.Name, name), nil
+		}
+	}
+	return "", nil
 }

@@ -29,39 +29,130 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	what, err := oneName(fs, pos, "resource (pods, nodes, configmaps or secrets)")
+	what, names, err := resourceArgs(pos)
 	if err != nil {
-		return err
+		fmt.Fprintf(c.stderr, "error: %v\n", err)
+		fs.Usage()
+		return errUsage
 	}
 	switch *output {
 	case "", "wide", "yaml", "json":
 	default:
 		return fmt.Errorf("-o %q: want wide, yaml or json", *output)
 	}
+	namespace := func() (string, error) {
+		if *all && *ns != "" {
+			return "", fmt.Errorf("-A and -n are mutually exclusive")
+		}
+		if *ns == "" && !*all {
+			return "default", nil
+		}
+		return *ns, nil
+	}
 	switch what {
 	case "pods", "pod", "po":
-		if *all && *ns != "" {
-			return fmt.Errorf("-A and -n are mutually exclusive")
+		namespace, err := namespace()
+		if err != nil {
+			return err
 		}
-		namespace := *ns
-		if namespace == "" && !*all {
-			namespace = "default"
-		}
-		return c.getPods(ctx, namespace, *node, *output, *watch)
+		return c.getPods(ctx, namespace, *node, *output, *watch, names)
 	case "nodes", "node", "no":
-		return c.getNodes(ctx, *output)
+		return c.getNodes(ctx, *output, names)
 	}
 	if kind, ok := objectKind(what); ok {
-		if *all && *ns != "" {
-			return fmt.Errorf("-A and -n are mutually exclusive")
+		namespace, err := namespace()
+		if err != nil {
+			return err
 		}
-		namespace := *ns
-		if namespace == "" && !*all {
-			namespace = "default"
-		}
-		return c.getObjects(ctx, kind, namespace, *node, *output)
+		return c.getObjects(ctx, kind, namespace, *node, *output, names)
 	}
 	return fmt.Errorf("unknown resource %q: want pods, nodes, configmaps or secrets", what)
+}
+
+// resourceArgs reads get's arguments as kubectl does: a resource and
+// optional names ("pods", "pod web db"), or resource/name forms of one
+// resource ("pod/web pod/db").
+func resourceArgs(pos []string) (what string, names []string, err error) {
+	if len(pos) == 0 {
+		return "", nil, fmt.Errorf("expected a resource (pods, nodes, configmaps or secrets) and optional names, got nothing")
+	}
+	if !strings.Contains(pos[0], "/") {
+		return pos[0], pos[1:], nil
+	}
+	for _, p := range pos {
+		res, name, ok := strings.Cut(p, "/")
+		if !ok || res == "" || name == "" {
+			return "", nil, fmt.Errorf("%q: give RESOURCE/NAME for every argument, or RESOURCE NAME...", p)
+		}
+		if what != "" && res != what {
+			return "", nil, fmt.Errorf("%q: one kind of resource at a time (%s and %s)", p, what, res)
+		}
+		what = res
+		names = append(names, name)
+	}
+	return what, names, nil
+}
+
+// nameFilter keeps the names asked for (every name when none were) and
+// says which were not found, as kubectl's NotFound errors.
+type nameFilter struct {
+	resource string
+	want     []string
+	seen     map[string]bool
+}
+
+func newNameFilter(resource string, names []string) *nameFilter {
+	return &nameFilter{resource: resource, want: names, seen: map[string]bool{}}
+}
+
+// keep reports whether name was asked for, and records it as found.
+func (f *nameFilter) keep(name string) bool {
+	if len(f.want) == 0 {
+		return true
+	}
+	for _, n := range f.want {
+		if n == name {
+			f.seen[n] = true
+			return true
+		}
+	}
+	return false
+}
+
+// single reports whether exactly one name was asked for: kubectl then
+// prints the object itself with -o json|yaml, not a List.
+func (f *nameFilter) single() bool { return len(f.want) == 1 }
+
+// missing prints kubectl's NotFound line for each name not found and
+// returns an error (exit code 1) when there was one.
+func (f *nameFilter) missing(c *cli, where string) error {
+	n := 0
+	for _, name := range f.want {
+		if !f.seen[name] {
+			fmt.Fprintf(c.stderr, "Error from server (NotFound): %s %q not found%s\n", f.resource, name, where)
+			n++
+		}
+	}
+	if n > 0 {
+		return exitCodeError{code: 1}
+	}
+	return nil
+}
+
+// printItems prints the objects for -o json|yaml: the one object asked for
+// by name, else (no name, several names, or one fleet pod's instances on
+// several nodes) a v1.List, as kubectl does.
+func printItems(c *cli, output string, f *nameFilter, items []runtime.RawExtension) error {
+	if f.single() && len(items) == 0 {
+		return nil
+	}
+	if f.single() && len(items) == 1 {
+		if items[0].Object != nil {
+			return printObject(c.stdout, output, items[0].Object)
+		}
+		return printObject(c.stdout, output, json.RawMessage(items[0].Raw))
+	}
+	return printObject(c.stdout, output, &v1.List{TypeMeta: listMeta, Items: items})
 }
 
 // statusFilter is the StatusBucket key filter for a namespace and node
@@ -82,7 +173,8 @@ type podRow struct {
 	pod  *v1.Pod
 }
 
-func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch bool) error {
+func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch bool, names []string) error {
+	filter := newNameFilter("pods", names)
 	kv, err := c.bucket(ctx, wire.StatusBucket)
 	if err != nil {
 		return err
@@ -104,6 +196,9 @@ func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch
 			fmt.Fprintf(c.stderr, "warning: %v\n", err)
 			continue
 		}
+		if !filter.keep(p.Name) {
+			continue
+		}
 		rows = append(rows, podRow{node: wire.DecodeName(firstToken(e.Key())), pod: &p})
 	}
 	sort.Slice(rows, func(i, j int) bool {
@@ -123,10 +218,13 @@ func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch
 		for _, r := range rows {
 			items = append(items, runtime.RawExtension{Object: r.pod})
 		}
-		if err := printObject(c.stdout, output, &v1.List{TypeMeta: listMeta, Items: items}); err != nil {
+		if err := printItems(c, output, filter, items); err != nil {
 			return err
 		}
 	default:
+		if len(rows) == 0 && !watch && len(names) > 0 {
+			break
+		}
 		if len(rows) == 0 && !watch {
 			if allNS {
 				fmt.Fprintln(c.stderr, "No resources found")
@@ -142,8 +240,15 @@ func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch
 		}
 		tw.Flush()
 	}
-	if !watch {
-		return nil
+	where := fmt.Sprintf(" in namespace %q", namespace)
+	if namespace == "" {
+		where = ""
+	}
+	if err := filter.missing(c, where); err != nil || !watch {
+		if w != nil {
+			_ = w.Stop()
+		}
+		return err
 	}
 	defer func() { _ = w.Stop() }()
 	for {
@@ -155,6 +260,9 @@ func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch
 				return nil
 			}
 			if e == nil {
+				continue
+			}
+			if len(names) > 0 && !filter.keep(wire.DecodeName(lastToken(e.Key()))) {
 				continue
 			}
 			if err := c.printPodChange(e, allNS, output); err != nil {
@@ -222,7 +330,8 @@ func (c *cli) podLine(r podRow, allNS, wide bool) string {
 	return l
 }
 
-func (c *cli) getNodes(ctx context.Context, output string) error {
+func (c *cli) getNodes(ctx context.Context, output string, names []string) error {
+	filter := newNameFilter("nodes", names)
 	es, err := c.all(ctx, wire.NodesBucket)
 	if err != nil {
 		return err
@@ -234,6 +343,9 @@ func (c *cli) getNodes(ctx context.Context, output string) error {
 			fmt.Fprintf(c.stderr, "warning: %v\n", err)
 			continue
 		}
+		if !filter.keep(n.Name) {
+			continue
+		}
 		nodes = append(nodes, &n)
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
@@ -242,9 +354,15 @@ func (c *cli) getNodes(ctx context.Context, output string) error {
 		for _, n := range nodes {
 			items = append(items, runtime.RawExtension{Object: n})
 		}
-		return printObject(c.stdout, output, &v1.List{TypeMeta: listMeta, Items: items})
+		if err := printItems(c, output, filter, items); err != nil {
+			return err
+		}
+		return filter.missing(c, "")
 	}
 	if len(nodes) == 0 {
+		if len(names) > 0 {
+			return filter.missing(c, "")
+		}
 		fmt.Fprintln(c.stderr, "No resources found")
 		return nil
 	}
@@ -276,7 +394,15 @@ func (c *cli) getNodes(ctx context.Context, output string) error {
 		}
 		fmt.Fprintln(tw, l)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return filter.missing(c, "")
+}
+
+// lastToken is the part of a key after its last dot.
+func lastToken(key string) string {
+	return key[strings.LastIndexByte(key, '.')+1:]
 }
 
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 8, 3, ' ', 0) }

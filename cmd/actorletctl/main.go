@@ -51,9 +51,10 @@ var subcommands map[string]command
 
 func init() {
 	subcommands = map[string]command{
-		"apply":        {"Create or update pods, ConfigMaps and Secrets from files", "-f FILE|DIR|- [--node N | --selector k=v,...] [--wait [--wait-timeout D]]", (*cli).apply},
-		"delete":       {"Delete a pod (gracefully, or at once with --now), a ConfigMap or a Secret", "pod NAME [-n NS] [--grace-period S] [--now] [--node N | --selector]\n       actorletctl delete configmap|secret NAME [-n NS] [--node N]", (*cli).delete},
-		"get":          {"List pods, nodes, ConfigMaps or Secrets", "pods [-n NS | -A] [--node N] [-o wide|yaml|json] [-w]\n       actorletctl get nodes [-o wide|yaml|json]\n       actorletctl get configmaps|secrets [-n NS | -A] [--node N] [-o yaml|json]", (*cli).get},
+		"apply":        {"Create or update pods, ConfigMaps and Secrets from files", "-f FILE|DIR|- [--node N | --selector k=v,...] [--wait [--for auto|ready|running|completed] [--wait-timeout D]]", (*cli).apply},
+		"delete":       {"Delete pods (gracefully, or at once with --now), ConfigMaps or Secrets, by name or from a file", "pod NAME... [-n NS] [--grace-period S] [--now] [--node N | --selector] [--wait [--wait-timeout D]]\n       actorletctl delete -f FILE|DIR|- [--now] [--wait]\n       actorletctl delete configmap|secret NAME... [-n NS] [--node N]", (*cli).delete},
+		"get":          {"List or show pods, nodes, ConfigMaps or Secrets", "pods [NAME...] [-n NS | -A] [--node N] [-o wide|yaml|json] [-w]\n       actorletctl get pod/NAME [-o yaml|json]\n       actorletctl get nodes [NAME...] [-o wide|yaml|json]\n       actorletctl get configmaps|secrets [NAME...] [-n NS | -A] [--node N] [-o yaml|json]", (*cli).get},
+		"wait":         {"Wait for pods to be ready, running, completed or deleted, as kubectl wait", "pod/NAME... | pod NAME... [--for ready|running|completed|delete] [-n NS] [--node N] [--wait-timeout D]", (*cli).wait},
 		"describe":     {"Show a pod in detail, with its actor's state", "pod NAME [-n NS] [--node N]", (*cli).describe},
 		"debug":        {"Add an ephemeral debug container to a running pod", "POD --image IMAGE [-it] [-c NAME] [--target C] [-n NS] [--node N | --selector] [-- CMD [ARG...]]", (*cli).debug},
 		"label":        {"Change a node's labels (fleet pods are placed again)", "node NAME KEY=VALUE... | KEY-... [--overwrite]", (*cli).label},

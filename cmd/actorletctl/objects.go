@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/actorlet/actorlet/messages/wire"
 )
@@ -130,7 +131,8 @@ type objectRow struct {
 // getObjects lists ConfigMaps or Secrets of a namespace ("" = all). A
 // Secret's values are never printed by the table; -o yaml/json prints the
 // object as stored, as kubectl does.
-func (c *cli) getObjects(ctx context.Context, kind, namespace, node, output string) error {
+func (c *cli) getObjects(ctx context.Context, kind, namespace, node, output string, names []string) error {
+	filter := newNameFilter(strings.ToLower(kind)+"s", names)
 	bucket, err := wire.ObjectBucket(kind)
 	if err != nil {
 		return err
@@ -163,6 +165,9 @@ func (c *cli) getObjects(ctx context.Context, kind, namespace, node, output stri
 			}
 			r.meta, r.data, r.typ = s.ObjectMeta, len(s.Data), string(s.Type)
 		}
+		if !filter.keep(r.meta.Name) {
+			continue
+		}
 		rows = append(rows, r)
 	}
 	sort.Slice(rows, func(i, j int) bool {
@@ -175,23 +180,25 @@ func (c *cli) getObjects(ctx context.Context, kind, namespace, node, output stri
 		}
 		return a.scope < b.scope
 	})
+	where := fmt.Sprintf(" in namespace %q", namespace)
+	if namespace == "" {
+		where = ""
+	}
 	switch output {
 	case "json", "yaml":
-		for i, r := range rows {
-			out := r.raw
-			if output == "yaml" {
-				if out, err = yaml.JSONToYAML(r.raw); err != nil {
-					return err
-				}
-				if i > 0 {
-					fmt.Fprintln(c.stdout, "---")
-				}
-			}
-			fmt.Fprintln(c.stdout, strings.TrimRight(string(out), "\n"))
+		items := make([]runtime.RawExtension, 0, len(rows))
+		for _, r := range rows {
+			items = append(items, runtime.RawExtension{Raw: withTypeMeta(r.raw, kind)})
 		}
-		return nil
+		if err := printItems(c, output, filter, items); err != nil {
+			return err
+		}
+		return filter.missing(c, where)
 	}
 	if len(rows) == 0 {
+		if len(names) > 0 {
+			return filter.missing(c, where)
+		}
 		fmt.Fprintf(c.stderr, "No %ss found.\n", strings.ToLower(kind))
 		return nil
 	}
@@ -216,10 +223,31 @@ func (c *cli) getObjects(ctx context.Context, kind, namespace, node, output stri
 		}
 		fmt.Fprintln(w, strings.Join(cols, "\t"))
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return filter.missing(c, where)
 }
 
-// deleteObject removes a ConfigMap or Secret from its scope.
+// withTypeMeta is a stored object's JSON with apiVersion v1 and its kind
+// set, so a List's items say what they are; raw is returned as it is when
+// it is not an object.
+func withTypeMeta(raw []byte, kind string) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return raw
+	}
+	m["apiVersion"], m["kind"] = json.RawMessage(`"v1"`), json.RawMessage(strconv.Quote(kind))
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// deleteObject removes a ConfigMap or Secret from its scope. Without
+// --node it is the fleet-wide one, or else the only node-scoped one (as
+// delete finds a pod applied with --node).
 func (c *cli) deleteObject(ctx context.Context, kind, namespace, name, node string) error {
 	bucket, err := wire.ObjectBucket(kind)
 	if err != nil {
@@ -232,8 +260,26 @@ func (c *cli) deleteObject(ctx context.Context, kind, namespace, name, node stri
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
 	key := objectKey(node, namespace, name)
-	if _, err := kv.Get(qctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
-		scope := "fleet-wide"
+	_, err = kv.Get(qctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) && node == "" {
+		es, _, lerr := entries(qctx, kv, "node.*."+wire.EncodeName(namespace)+"."+wire.EncodeName(name), false)
+		switch {
+		case lerr != nil:
+			return lerr
+		case len(es) == 1:
+			key, err = es[0].Key(), nil
+		case len(es) > 1:
+			var nodes []string
+			for _, e := range es {
+				if k, perr := wire.ParseObjectKey(e.Key()); perr == nil {
+					nodes = append(nodes, k.Node)
+				}
+			}
+			return fmt.Errorf("%s %q exists for several nodes (%s) and not fleet-wide: choose one with --node", strings.ToLower(kind), name, strings.Join(nodes, ", "))
+		}
+	}
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		scope := "fleet-wide or for any node"
 		if node != "" {
 			scope = "on node " + node
 		}

@@ -165,29 +165,40 @@ var failureReasons = map[string]bool{
 	"RunContainerError":          true,
 }
 
-// podOutcome says whether a pod reached running ("running"), failed
-// ("failed" with why) or is still on its way ("").
-func podOutcome(p *v1.Pod) (string, string) {
+// podOutcome says whether a pod reached target (a --for state: "done"),
+// failed ("failed" with why) or is still on its way ("").
+func podOutcome(p *v1.Pod, target string) (string, string) {
 	switch p.Status.Phase {
 	case v1.PodFailed:
 		return "failed", orElse(p.Status.Reason+": "+p.Status.Message, "phase Failed")
 	case v1.PodSucceeded:
-		return "running", "Succeeded"
+		if target == forReady {
+			return "failed", "it completed (Succeeded) without being ready: a run-once pod is waited for with --for completed"
+		}
+		return "done", "Succeeded"
 	}
 	for _, cs := range append(append([]v1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if w := cs.State.Waiting; w != nil && failureReasons[w.Reason] {
 			return "failed", fmt.Sprintf("container %s: %s: %s", cs.Name, w.Reason, w.Message)
 		}
 	}
-	if p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
+	if target == forCompleted || p.Status.Phase != v1.PodRunning || len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
 		return "", ""
 	}
 	for _, cs := range p.Status.ContainerStatuses {
-		if !cs.Ready && (cs.Started == nil || !*cs.Started) {
+		started := cs.Started != nil && *cs.Started
+		if !cs.Ready && (target == forReady || !started) {
 			return "", ""
 		}
 	}
-	return "running", "Running"
+	if target == forReady {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady && c.Status != v1.ConditionTrue {
+				return "", ""
+			}
+		}
+	}
+	return "done", "Running"
 }
 
 func orElse(s, def string) string {

@@ -13,9 +13,10 @@ import (
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
-// waitRunning watches the StatusBucket until every applied pod is running
-// or one failed, printing a line whenever a pod's progress changes.
-func (c *cli) waitRunning(ctx context.Context, pods []applied) error {
+// waitRunning watches the StatusBucket until every applied pod reached the
+// state --for asks (each pod's own with --for auto: waitTarget) or one
+// failed, printing a line whenever a pod's progress changes.
+func (c *cli) waitRunning(ctx context.Context, pods []applied, forState string) error {
 	if len(pods) == 0 {
 		return nil
 	}
@@ -29,6 +30,10 @@ func (c *cli) waitRunning(ctx context.Context, pods []applied) error {
 	}
 	defer func() { _ = w.Stop() }()
 
+	targets := make([]string, len(pods))
+	for i, a := range pods {
+		targets[i] = waitTarget(a.pod, forState)
+	}
 	// statuses[i] maps a status key to the latest status of pods[i] there.
 	statuses := make([]map[string]*v1.Pod, len(pods))
 	for i := range statuses {
@@ -40,12 +45,12 @@ func (c *cli) waitRunning(ctx context.Context, pods []applied) error {
 		case <-ctx.Done():
 			var pending []string
 			for i, a := range pods {
-				if o, _ := c.outcome(statuses[i]); o != "running" {
-					pending = append(pending, a.pod.Name)
+				if o, _ := c.outcome(statuses[i], targets[i]); o != "done" {
+					pending = append(pending, fmt.Sprintf("%s (not %s)", a.pod.Name, targets[i]))
 				}
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("timed out waiting for pods to run: %s", strings.Join(pending, ", "))
+				return fmt.Errorf("timed out waiting for pods: %s (raise --wait-timeout, or see describe pod NAME)", strings.Join(pending, ", "))
 			}
 			return ctx.Err()
 		case e := <-w.Updates():
@@ -53,32 +58,33 @@ func (c *cli) waitRunning(ctx context.Context, pods []applied) error {
 				c.record(pods, statuses, e.Key(), e.Value())
 			}
 		}
-		running, failed := 0, []string{}
+		done, failed := 0, []string{}
 		for i, a := range pods {
-			o, why := c.outcome(statuses[i])
-			line := progressLine(a, statuses[i], o, why)
+			o, why := c.outcome(statuses[i], targets[i])
+			line := progressLine(a, statuses[i], targets[i], o, why)
 			if line != last[i] {
 				fmt.Fprintln(c.stdout, line)
 				last[i] = line
 			}
 			switch o {
-			case "running":
-				running++
+			case "done":
+				done++
 			case "failed":
 				failed = append(failed, fmt.Sprintf("pod/%s: %s", a.pod.Name, why))
 			}
 		}
 		if len(failed) > 0 {
-			return fmt.Errorf("pods failed to start: %s", strings.Join(failed, "; "))
+			return fmt.Errorf("pods failed: %s", strings.Join(failed, "; "))
 		}
-		if running == len(pods) {
+		if done == len(pods) {
 			return nil
 		}
 	}
 }
 
 // record keeps a status if it belongs to one of the applied pods (same
-// UID: older statuses of a replaced pod are ignored).
+// UID: older statuses of a replaced pod are ignored; a pod without a UID,
+// from actorletctl wait, takes any).
 func (c *cli) record(pods []applied, statuses []map[string]*v1.Pod, key string, value []byte) {
 	node := wire.DecodeName(firstToken(key))
 	for i, a := range pods {
@@ -93,39 +99,52 @@ func (c *cli) record(pods []applied, statuses []map[string]*v1.Pod, key string, 
 			return
 		}
 		var p v1.Pod
-		if err := json.Unmarshal(value, &p); err != nil || p.UID != a.pod.UID {
+		if err := json.Unmarshal(value, &p); err != nil || (a.pod.UID != "" && p.UID != a.pod.UID) {
 			return
 		}
 		statuses[i][key] = &p
 	}
 }
 
-// outcome combines a pod's statuses on its nodes: running when every node
-// runs it, failed when one failed.
-func (c *cli) outcome(byNode map[string]*v1.Pod) (string, string) {
+// outcome combines a pod's statuses on its nodes: done when every node
+// reached target, failed when one failed.
+func (c *cli) outcome(byNode map[string]*v1.Pod, target string) (string, string) {
 	if len(byNode) == 0 {
 		return "", ""
 	}
-	running := 0
+	done := 0
 	for _, p := range byNode {
-		o, why := podOutcome(p)
+		o, why := podOutcome(p, target)
 		if o == "failed" {
 			return o, why
 		}
-		if o == "running" {
-			running++
+		if o == "done" {
+			done++
 		}
 	}
-	if running == len(byNode) {
-		return "running", "Running"
+	if done == len(byNode) {
+		return "done", target
 	}
 	return "", ""
 }
 
-func progressLine(a applied, byNode map[string]*v1.Pod, outcome, why string) string {
+func progressLine(a applied, byNode map[string]*v1.Pod, target, outcome, why string) string {
 	if len(byNode) == 0 {
 		return fmt.Sprintf("pod/%s: waiting for a node to report status", a.pod.Name)
 	}
+	line := fmt.Sprintf("pod/%s: %s", a.pod.Name, statusParts(byNode))
+	switch outcome {
+	case "done":
+		line += " - " + target
+	case "failed":
+		line += " - failed: " + why
+	}
+	return line
+}
+
+// statusParts says where a pod is on each node: "Running on n1; Pending
+// on n2 [app: ContainerCreating]".
+func statusParts(byNode map[string]*v1.Pod) string {
 	var parts []string
 	for key, p := range byNode {
 		s := fmt.Sprintf("%s on %s", podReason(p), wire.DecodeName(firstToken(key)))
@@ -135,12 +154,5 @@ func progressLine(a applied, byNode map[string]*v1.Pod, outcome, why string) str
 		parts = append(parts, s)
 	}
 	sort.Strings(parts)
-	line := fmt.Sprintf("pod/%s: %s", a.pod.Name, strings.Join(parts, "; "))
-	switch outcome {
-	case "running":
-		line += " - ready"
-	case "failed":
-		line += " - failed: " + why
-	}
-	return line
+	return strings.Join(parts, "; ")
 }

@@ -456,7 +456,7 @@ func (s *streamRuntime) PortForward(ctx context.Context, sandboxID string, port 
 	conn, err := d.DialContext(dctx, "tcp", net.JoinHostPort(portForwardHost(s.r.opts.HostIP), strconv.Itoa(int(port))))
 	cancel()
 	if err != nil {
-		return fmt.Errorf("port-forward to sandbox %q port %d: %w", sb.rec.ID, port, err)
+		return fmt.Errorf("connect to port %d of sandbox %s: %w", port, sb.rec.ID, err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -105,7 +107,7 @@ func PrepareStreamFor(ctx context.Context, rt StreamingRuntime, p *v1.Pod, verb 
 		if err != nil {
 			return nil, err
 		}
-		return portForwardOne(u, r.Port), nil
+		return portForwardOne(u, r.Port, p.Namespace+"/"+p.Name), nil
 	}
 	return nil, wire.BadRequest("verb", verb)
 }
@@ -214,7 +216,7 @@ func (q sizeQueue) Next() *remotecommand.TerminalSize {
 // portForwardOne carries one connection to port in the pod, with the
 // port-forward protocol (portforward.k8s.io): an error stream and a data
 // stream per connection, as kubectl port-forward opens them.
-func portForwardOne(u *url.URL, port int32) StreamFunc {
+func portForwardOne(u *url.URL, port int32, pod string) StreamFunc {
 	return func(ctx context.Context, sio StreamIO) (int, error) {
 		transport, upgrader, err := spdy.RoundTripperFor(&rest.Config{})
 		if err != nil {
@@ -263,13 +265,30 @@ func portForwardOne(u *url.URL, port int32) StreamFunc {
 			return 0, ctx.Err()
 		}
 		if msg := <-remoteErr; len(msg) > 0 {
-			return 0, fmt.Errorf("port-forward to %d: %s", port, msg)
+			return 0, portForwardError(port, pod, string(msg))
 		}
 		if copyErr != nil && !errors.Is(copyErr, io.EOF) && !httpstream.IsUpgradeFailure(copyErr) {
 			return 0, fmt.Errorf("port-forward to %d: %w", port, copyErr)
 		}
 		return 0, nil
 	}
+}
+
+// streamingErrorPrefix matches the prefix the CRI streaming library (in
+// containerd, CRI-O and the process runtime alike) puts before a failed
+// port-forward's error: it names the sandbox ID and an empty pod UID.
+var streamingErrorPrefix = regexp.MustCompile(`^error forwarding port \d+ to pod [^,]*, uid [^:]*: `)
+
+// portForwardError is the runtime's port-forward error as the operator
+// reads it: the pod and port, the runtime's reason, and what to check when
+// nothing listens on the port.
+func portForwardError(port int32, pod, msg string) error {
+	msg = streamingErrorPrefix.ReplaceAllString(strings.TrimSpace(msg), "")
+	err := fmt.Errorf("port-forward to port %d of pod %s: %s", port, pod, msg)
+	if strings.Contains(msg, "connection refused") {
+		err = fmt.Errorf("%w (nothing listens on port %d in the pod: is it serving there? check the container's ports and logs)", err, port)
+	}
+	return err
 }
 
 // StreamIO connects a runtime stream to a session: input from the client,

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 const (
@@ -50,7 +52,7 @@ func FitStatus(pod *v1.Pod, max int) ([]byte, error) {
 	}{
 		{"spec and annotations", func(p *v1.Pod) {
 			p.Spec = v1.PodSpec{NodeName: pod.Spec.NodeName}
-			p.Annotations = keepAnnotations(pod.Annotations, StaticAnnotation)
+			p.Annotations = keepAnnotations(pod.Annotations, StaticAnnotation, wire.StaticManifestAnnotation)
 			p.ManagedFields = nil
 		}},
 		{"spec, annotations and long messages", func(p *v1.Pod) {
@@ -61,7 +63,7 @@ func FitStatus(pod *v1.Pod, max int) ([]byte, error) {
 				TypeMeta: pod.TypeMeta,
 				ObjectMeta: metav1.ObjectMeta{
 					Name: p.Name, Namespace: p.Namespace, UID: p.UID,
-					Annotations: keepAnnotations(pod.Annotations, StaticAnnotation),
+					Annotations: keepAnnotations(pod.Annotations, StaticAnnotation, wire.StaticManifestAnnotation),
 				},
 				Spec: v1.PodSpec{NodeName: pod.Spec.NodeName},
 				Status: v1.PodStatus{

@@ -26,7 +26,7 @@ import (
 
 // StaticAnnotation marks the published status of a static (file) pod, as a
 // mirror pod is marked in Kubernetes.
-const StaticAnnotation = "actorlet.io/static"
+const StaticAnnotation = wire.StaticAnnotation
 
 const (
 	// failureLogEvery: a write that keeps failing is logged at error level

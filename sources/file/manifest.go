@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/sources/validation"
 )
 
@@ -49,9 +50,10 @@ func readManifest(path string) ([]byte, error) {
 //   - name <name>-<nodeName>, namespace "default" when unset;
 //   - UID the hash of the file content and node name (unless the file sets
 //     one), so a changed file is a new pod instance;
-//   - annotations config.source=file, config.hash=UID, config.mirror=UID;
+//   - annotations config.source=file, config.hash=UID, config.mirror=UID,
+//     and actorlet.io/static-manifest=path (the file to remove to stop it);
 //   - spec.nodeName set to the node.
-func staticPod(data []byte, nodeName string) (*v1.Pod, error) {
+func staticPod(data []byte, nodeName, path string) (*v1.Pod, error) {
 	pod, err := validation.DecodePod(data)
 	if err != nil {
 		return nil, err
@@ -70,6 +72,9 @@ func staticPod(data []byte, nodeName string) (*v1.Pod, error) {
 	pod.Annotations[messages.ConfigSourceAnnotation] = messages.SourceFile
 	pod.Annotations[messages.ConfigHashAnnotation] = string(pod.UID)
 	pod.Annotations[messages.ConfigMirrorAnnotation] = string(pod.UID)
+	if path != "" {
+		pod.Annotations[wire.StaticManifestAnnotation] = path
+	}
 	// A static pod tolerates every NoExecute taint: the node runs it
 	// whatever the control plane thinks of the node.
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, v1.Toleration{

@@ -247,7 +247,7 @@ func (s *Source) load(path string) *v1.Pod {
 		}
 		return c.pod.DeepCopy()
 	}
-	pod, err := staticPod(data, s.cfg.NodeName)
+	pod, err := staticPod(data, s.cfg.NodeName, path)
 	s.cache[path] = cached{sum: sum, pod: pod, err: err}
 	if err != nil {
 		klog.ErrorS(err, "Invalid static pod manifest, skipping", "path", path)

@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -116,6 +117,7 @@ func TestStaticPodIdentity(t *testing.T) {
 		{"source annotation", p.Annotations[messages.ConfigSourceAnnotation], messages.SourceFile},
 		{"hash annotation", p.Annotations[messages.ConfigHashAnnotation], string(want)},
 		{"mirror annotation", p.Annotations[messages.ConfigMirrorAnnotation], string(want)},
+		{"manifest annotation", p.Annotations[wire.StaticManifestAnnotation], filepath.Join(dir, "web.yaml")},
 		{"restartPolicy (defaulted)", string(p.Spec.RestartPolicy), string(v1.RestartPolicyAlways)},
 	}
 	for _, c := range checks {
@@ -154,13 +156,13 @@ func TestStaticPodErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := staticPod([]byte(tt.content), node)
+			_, err := staticPod([]byte(tt.content), node, "")
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("error = %v, want one mentioning %q", err, tt.wantErr)
 			}
 		})
 	}
-	if _, err := staticPod([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"x"}]}}`), node); err != nil {
+	if _, err := staticPod([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"},"spec":{"containers":[{"name":"c","image":"x"}]}}`), node, ""); err != nil {
 		t.Errorf("JSON manifest: %v", err)
 	}
 }

@@ -2,12 +2,24 @@ package fleet
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/test/cliproc"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // examplesDir is the repository's examples/ directory.
@@ -23,12 +35,38 @@ func examplesDir(t *testing.T) string {
 // a live node on the process runtime and checks that each runs as it
 // says: the web app Ready with env from its ConfigMap and Secret, the log
 // shipper sidecar started first and shipping the app's log, the job
-// Completed.
+// Completed when apply --wait returns (its comment says so), the HTTP
+// server Ready and answering through port-forward. Only the HTTP server's
+// port is changed (to a free one): pods share the host's network, and
+// other tests run beside this one.
 func testExamples(t *testing.T, f *fleet) {
 	n := f.startNode(t, "ex-n1", map[string]string{"role": "examples"}, nil)
 	dir := examplesDir(t)
-	for _, file := range []string{"web-app.yaml", "sidecar-log-shipper.yaml", "job.yaml", "hello.yaml"} {
+	for _, file := range []string{"web-app.yaml", "sidecar-log-shipper.yaml", "hello.yaml"} {
 		f.mustCtl(t, "apply", "-f", filepath.Join(dir, file), "--node", n.name)
+	}
+	// job.yaml: "apply --wait" returns once the run-once pod Completed.
+	out := f.mustCtl(t, "apply", "-f", filepath.Join(dir, "job.yaml"), "--node", n.name, "--wait", "--wait-timeout", "40s")
+	if !strings.Contains(out, "pod/report: Completed on ex-n1 - completed") {
+		t.Errorf("apply --wait of the job did not wait for Completed:\n%s", out)
+	}
+	if table := f.mustCtl(t, "get", "pods", "report", "--node", n.name); !lineHas(table, "report", "0/1", "Completed") {
+		t.Errorf("after apply --wait the job is not 0/1 Completed:\n%s", table)
+	}
+	if _, err := exec.LookPath("busybox"); err != nil {
+		t.Errorf("examples/http-server.yaml needs busybox on the host (apt-get install busybox): %v", err)
+	} else {
+		port := freePort(t)
+		server := strings.ReplaceAll(readFile(t, filepath.Join(dir, "http-server.yaml")), "8080", strconv.Itoa(port))
+		out := f.mustCtl(t, "apply", "-f", testutil.WriteFile(t, t.TempDir(), "http-server.yaml", server), "--node", n.name, "--wait", "--wait-timeout", "40s")
+		if !strings.Contains(out, "pod/http-server: Running on ex-n1 - ready") {
+			t.Errorf("apply --wait of the HTTP server did not wait for Ready:\n%s", out)
+		}
+		if body := f.forwardGet(t, "http-server", port); body != "hello from http-server\n" {
+			t.Errorf("GET through port-forward: %q", body)
+		}
+		// Gracefully: the server removes the directory it served from.
+		f.mustCtl(t, "delete", "pod", "http-server", "--node", n.name, "--wait", "--wait-timeout", "40s")
 	}
 
 	f.waitPod(t, n.name, "default", "web", "ready", func(p *v1.Pod) bool {
@@ -64,4 +102,63 @@ func testExamples(t *testing.T, f *fleet) {
 	for _, p := range []string{"web", "log-shipper", "report", "hello"} {
 		f.ctl(t, "delete", "pod", p, "--node", n.name, "--now")
 	}
+}
+
+// readFile is a file's content.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// freePort is a loopback TCP port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// forwardGet runs port-forward POD :remote, GETs / through it and returns
+// the body; the port-forward is stopped with Ctrl-C and must exit 0.
+func (f *fleet) forwardGet(t *testing.T, pod string, remote int) string {
+	t.Helper()
+	p := f.startCtl(t, nil, nil, "port-forward", pod, ":"+strconv.Itoa(remote))
+	return forwardGet(t, p, remote)
+}
+
+// forwardGet GETs / through the running port-forward p to remote.
+func forwardGet(t *testing.T, p *cliproc.Proc, remote int) string {
+	t.Helper()
+	re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> ` + strconv.Itoa(remote))
+	var body string
+	eventually(t, waitFor, func() error {
+		m := re.FindStringSubmatch(p.Out.String())
+		if m == nil {
+			return fmt.Errorf("no forwarding line yet: %q %q", p.Out.String(), p.Err.String())
+		}
+		c := http.Client{Timeout: 10 * time.Second}
+		resp, err := c.Get("http://" + m[1] + "/")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s %q %v", m[1], resp.Status, b, err)
+		}
+		body = string(b)
+		return nil
+	})
+	_ = p.Cmd.Process.Signal(syscall.SIGINT)
+	if code := p.Wait(t); code != 0 {
+		t.Errorf("port-forward exited %d after Ctrl-C; stderr %q", code, p.Err.String())
+	}
+	return body
 }

@@ -139,6 +139,16 @@ spec:
 		}
 	})
 
+	t.Run("debug -i without a command fails at once", func(t *testing.T) {
+		// The process runtime has no image entrypoint: the container
+		// cannot start, and debug says so with its progress instead of
+		// waiting its two minutes out.
+		r := f.ctl(t, "debug", "int-shell", "--image", "busybox", "-i", "-c", "nocmd")
+		if r.code != 1 || !strings.Contains(r.stderr, "debug container nocmd cannot start") || !strings.Contains(r.stderr, "pod/int-shell: container nocmd: ") {
+			t.Fatalf("debug -i without a command: %s", r)
+		}
+	})
+
 	t.Run("port-forward", func(t *testing.T) {
 		p := f.startCtl(t, nil, nil, "port-forward", "int-tcp", ":"+strconv.Itoa(echoPort))
 		var local string
@@ -176,5 +186,44 @@ spec:
 		if code := p.Wait(t); code != 0 {
 			t.Errorf("port-forward exited %d after Ctrl-C; stderr %q", code, p.Err.String())
 		}
+	})
+
+	t.Run("port-forward to a closed port", func(t *testing.T) {
+		// The error names the pod and port and says nothing listens
+		// there (it was "... uid : port-forward to sandbox ...").
+		closed, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := closed.Addr().(*net.TCPAddr).Port
+		_ = closed.Close()
+		p := f.startCtl(t, nil, nil, "port-forward", "int-tcp", "0:"+strconv.Itoa(port))
+		re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> `)
+		var local string
+		eventually(t, waitFor, func() error {
+			m := re.FindStringSubmatch(p.Out.String())
+			if m == nil {
+				return fmt.Errorf("no forwarding line yet: %q %q", p.Out.String(), p.Err.String())
+			}
+			local = m[1]
+			return nil
+		})
+		c, err := net.DialTimeout("tcp", local, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(waitFor))
+		_, _ = io.ReadAll(c) // the forward closes the connection
+		c.Close()
+		want := fmt.Sprintf("port-forward to port %d of pod default/int-tcp: ", port)
+		eventually(t, waitFor, func() error {
+			e := p.Err.String()
+			if !strings.Contains(e, want) || !strings.Contains(e, fmt.Sprintf("nothing listens on port %d in the pod", port)) || strings.Contains(e, "uid :") {
+				return fmt.Errorf("stderr %q, want %q and a hint, without the empty uid", e, want)
+			}
+			return nil
+		})
+		_ = p.Cmd.Process.Signal(syscall.SIGINT)
+		p.Wait(t)
 	})
 }

@@ -20,8 +20,12 @@ func TestNodeAddAndRevoke(t *testing.T) {
 	dir := f.srv.Auth.Dir
 	creds := filepath.Join(t.TempDir(), "n-prov.creds")
 	out := f.mustCtl(t, "node", "add", "n-prov", "--auth-dir", dir, "--out", creds)
-	if !strings.Contains(out, "n-prov") {
-		t.Fatalf("node add printed %q", out)
+	// Each step is announced (it may wait on the bus), then the result.
+	for _, want := range []string{"node/n-prov: creating its consumers", "node/n-prov: creating the ConfigMap and Secret buckets",
+		"node/n-prov: issuing its credentials", "node/n-prov provisioned: credentials in " + creds} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("node add printed %q, want %q", out, want)
+		}
 	}
 	disconnected := make(chan struct{}, 1)
 	nc, err := bustest.Dial(t, f.srv, nats.UserCredentials(creds), nats.CustomInboxPrefix(busauth.NodeInboxPrefix("n-prov")),
