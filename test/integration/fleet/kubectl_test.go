@@ -97,9 +97,9 @@ data:
 	}
 
 	// delete -f FILE --wait: every object, a line each, then each pod's
-	// progress until it is gone. (The run-once pod is deleted at once:
-	// a graceful delete of a finished pod is issue 22's item 1.)
-	f.mustCtl(t, "delete", "pod", "kf-once", "--now", "--wait", "--wait-timeout", "40s")
+	// progress until it is gone. The run-once pod has finished: its
+	// graceful delete ends as soon as its final status is published.
+	f.mustCtl(t, "delete", "pod", "kf-once", "--wait", "--wait-timeout", "40s")
 	out = f.mustCtl(t, "delete", "-f", file, "--wait", "--grace-period", "1", "--wait-timeout", "40s")
 	for _, want := range []string{`pod "kf-web" deleted`, `configmap "kf-config" deleted`, "pod/kf-web: gone"} {
 		if !strings.Contains(out, want) {
