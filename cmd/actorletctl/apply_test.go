@@ -29,6 +29,8 @@ func TestApply(t *testing.T) {
 	}
 	testutil.WriteFile(t, sub, "a.yaml", podYAML("a")+"---\n"+podYAML("b"))
 	testutil.WriteFile(t, sub, "c.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"c","namespace":"ops"},"spec":{"containers":[{"name":"app","image":"busybox"}]}}`)
+	testutil.WriteFile(t, sub, "d.yaml", podYAML("d")+"---\n"+
+		"{apiVersion: v1, kind: Pod, metadata: {name: e}, spec: {containers: [{name: app, image: busybox}]}}\n")
 	testutil.WriteFile(t, sub, "ignored.txt", "not a manifest")
 	mixed := testutil.WriteFile(t, dir, "mixed.yaml", podYAML("good1")+"---\n"+
 		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers:\n  - name: app\n"+"---\n"+podYAML("good2"))
@@ -48,7 +50,8 @@ func TestApply(t *testing.T) {
 		{name: "re-apply unchanged", args: []string{"apply", "-f", single, "--node", "n1"},
 			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "web")}, wantOut: []string{"pod/web unchanged"}},
 		{name: "directory with multi-doc and json", args: []string{"apply", "-f", sub, "--node", "n1"},
-			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "a"), wire.DesiredNodeKey("n1", "default", "b"), wire.DesiredNodeKey("n1", "ops", "c")}},
+			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "a"), wire.DesiredNodeKey("n1", "default", "b"), wire.DesiredNodeKey("n1", "ops", "c"),
+				wire.DesiredNodeKey("n1", "default", "d"), wire.DesiredNodeKey("n1", "default", "e")}},
 		{name: "stdin", args: []string{"apply", "-f", "-", "--node", "n2"}, stdin: podYAML("from-stdin"),
 			wantKeys: []string{wire.DesiredNodeKey("n2", "default", "from-stdin")}},
 		{name: "invalid pod: error, others applied", args: []string{"apply", "-f", mixed, "--node", "n1"}, wantCode: 1,
