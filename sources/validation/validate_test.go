@@ -134,10 +134,29 @@ func TestSetDefaults(t *testing.T) {
 		{"probe failure threshold", c.LivenessProbe.FailureThreshold, int32(3)},
 		{"explicit success threshold kept", c.ReadinessProbe.SuccessThreshold, int32(3)},
 		{"http scheme", c.LivenessProbe.HTTPGet.Scheme, v1.URISchemeHTTP},
+		{"serviceAccountName", pod.Spec.ServiceAccountName, "default"},
+		{"serviceAccount mirrored", pod.Spec.DeprecatedServiceAccount, "default"},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
 			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestSetDefaultsServiceAccount(t *testing.T) {
+	for _, tt := range []struct{ name, deprecated, want string }{
+		{"", "", "default"},
+		{"builder", "", "builder"},
+		{"", "legacy", "legacy"},
+		{"builder", "legacy", "builder"},
+	} {
+		pod := validPod()
+		pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = tt.name, tt.deprecated
+		SetDefaults(pod)
+		if pod.Spec.ServiceAccountName != tt.want || pod.Spec.DeprecatedServiceAccount != tt.want {
+			t.Errorf("serviceAccountName %q, serviceAccount %q: defaulted to %q and %q, want %q for both",
+				tt.name, tt.deprecated, pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount, tt.want)
 		}
 	}
 }
