@@ -364,6 +364,34 @@ func TestUpdateDispatchesTheNewSpecToTheWorker(t *testing.T) {
 	}
 }
 
+// TestNodeLabelsChangedAdmitsNewPods: after an operator labels the node,
+// a pod selecting the new label is admitted; the one rejected before stays
+// rejected, as the kubelet never re-admits a rejected pod.
+func TestNodeLabelsChangedAdmitsNewPods(t *testing.T) {
+	h := newHarness(t, nil)
+	before := newPod("before", "before", 1)
+	before.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+	h.add(before)
+	eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	if r := actortest.Of[*messages.PodRejected](h.status)[0]; r.Reason != ReasonNodeAffinity {
+		t.Fatalf("rejection = %+v, want NodeAffinity", r)
+	}
+	h.send(&messages.NodeLabelsChanged{Labels: map[string]string{"zone": "a", "disktype": "ssd"}})
+	after := newPod("after", "after", 2)
+	after.Spec.NodeSelector = map[string]string{"disktype": "ssd", "zone": "a"}
+	h.add(after)
+	eventually(t, "sync of the pod admitted on the new label", func() bool { return h.syncsOf("after") > 0 })
+	h.add(before) // sent again: still rejected
+	gone := newPod("gone", "gone", 3)
+	gone.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+	h.send(&messages.NodeLabelsChanged{Labels: map[string]string{"zone": "a"}})
+	h.add(gone)
+	eventually(t, "rejection on the removed label", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 2 })
+	if h.syncsOf("before") != 0 || h.syncsOf("gone") != 0 || h.syncsOf("after") == 0 {
+		t.Fatalf("syncs: before %d, gone %d, after %d", h.syncsOf("before"), h.syncsOf("gone"), h.syncsOf("after"))
+	}
+}
+
 func TestRemovingARejectedPodDropsItsStatus(t *testing.T) {
 	h := newHarness(t, nil)
 	p := newPod("a", "a", 1)

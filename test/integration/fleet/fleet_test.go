@@ -31,6 +31,7 @@ func TestFleet(t *testing.T) {
 		{"Examples", testExamples},
 		{"PodLifecycleFields", testPodLifecycleFields},
 		{"Debug", testDebug},
+		{"Admission", testAdmission},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
