@@ -56,6 +56,69 @@ func validateUnsupported(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	// change of resources restarts the container (what RestartContainer
 	// asks for; NotRequired cannot be honoured and restarts too).
 	errs = append(errs, unsupportedNewFields(spec, path)...)
+	errs = append(errs, unsupportedNested(spec, path)...)
+	return errs
+}
+
+// unsupportedNested rejects the fields below the PodSpec that nothing on
+// the node would honour (docs/podspec-fields.md lists every one walked).
+func unsupportedNested(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range spec.InitContainers {
+		errs = append(errs, unsupportedInContainer(&spec.InitContainers[i], path.Child("initContainers").Index(i))...)
+	}
+	for i := range spec.Containers {
+		errs = append(errs, unsupportedInContainer(&spec.Containers[i], path.Child("containers").Index(i))...)
+	}
+	for i := range spec.EphemeralContainers {
+		c := v1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
+		errs = append(errs, unsupportedInContainer(&c, path.Child("ephemeralContainers").Index(i))...)
+	}
+	for i, vol := range spec.Volumes {
+		if vol.EmptyDir != nil && vol.EmptyDir.Mode != nil {
+			errs = append(errs, field.Forbidden(path.Child("volumes").Index(i).Child("emptyDir", "mode"),
+				"not supported: an emptyDir is created with mode 0777 (alpha field EmptyDirVolumeMode)"))
+		}
+	}
+	if sc := spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy != v1.SupplementalGroupsPolicyMerge {
+		errs = append(errs, field.NotSupported(path.Child("securityContext", "supplementalGroupsPolicy"), *sc.SupplementalGroupsPolicy,
+			[]v1.SupplementalGroupsPolicy{v1.SupplementalGroupsPolicyMerge}))
+	}
+	return errs
+}
+
+// unsupportedInContainer: the container fields no runtime path honours.
+func unsupportedInContainer(c *v1.Container, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(c.RestartPolicyRules) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("restartPolicyRules"),
+			"not supported: per-exit-code container restart rules (alpha) are not implemented; the pod's restartPolicy applies"))
+	}
+	if len(c.VolumeDevices) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("volumeDevices"), "not supported: raw block devices need persistent volume claims, which a node alone has not"))
+	}
+	for i, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil {
+			errs = append(errs, field.Forbidden(path.Child("env").Index(i).Child("valueFrom", "fileKeyRef"),
+				"not supported: environment variables from a file in a volume (alpha) are not implemented"))
+		}
+	}
+	for i, m := range c.VolumeMounts {
+		p := path.Child("volumeMounts").Index(i)
+		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+			errs = append(errs, field.NotSupported(p.Child("mountPropagation"), *m.MountPropagation, []v1.MountPropagationMode{v1.MountPropagationNone}))
+		}
+		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
+			errs = append(errs, field.NotSupported(p.Child("recursiveReadOnly"), *m.RecursiveReadOnly,
+				[]v1.RecursiveReadOnlyMode{v1.RecursiveReadOnlyDisabled, v1.RecursiveReadOnlyIfPossible}))
+		}
+		if m.SubPathExpr != "" {
+			errs = append(errs, field.Forbidden(p.Child("subPathExpr"), "not supported: use subPath"))
+		}
+		if len(m.BindMountOptions) > 0 {
+			errs = append(errs, field.Forbidden(p.Child("bindMountOptions"), "not supported (alpha)"))
+		}
+	}
 	return errs
 }
 
