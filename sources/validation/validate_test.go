@@ -46,6 +46,18 @@ func TestValidatePod(t *testing.T) {
 		{name: "image required", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Image = "" }, want: []string{"spec.containers[0].image: Required value"}},
 		{name: "image whitespace", mutate: func(p *v1.Pod) { p.Spec.InitContainers[0].Image = " busybox" }, want: []string{"spec.initContainers[0].image: Invalid value"}},
 		{name: "restart policy", mutate: func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, want: []string{"spec.restartPolicy: Unsupported value"}},
+		{name: "groups", mutate: func(p *v1.Pod) {
+			g := int64(2000)
+			p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &g, SupplementalGroups: []int64{3000, 3001}}
+		}},
+		{name: "negative groups", mutate: func(p *v1.Pod) {
+			g := int64(-1)
+			p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &g, SupplementalGroups: []int64{1 << 31}}
+		}, want: []string{"spec.securityContext.fsGroup: Invalid value: -1", "spec.securityContext.supplementalGroups[0]: Invalid value: 2147483648"}},
+		{name: "too many groups", mutate: func(p *v1.Pod) {
+			g := int64(1)
+			p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &g, SupplementalGroups: make([]int64, MaxSupplementalGroups)}
+		}, want: []string{"spec.securityContext.supplementalGroups: Too many: 65: must have at most 64 items"}},
 		{name: "requests above limits", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2")
 		}, want: []string{"spec.containers[0].resources.requests[cpu]: Invalid value", "limit of 1"}},
