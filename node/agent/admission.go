@@ -6,11 +6,6 @@ import (
 	"github.com/actorlet/actorlet/sources/validation"
 )
 
-// ReasonRuntimeUnsupported is the admission reason of a pod the node's
-// runtime cannot run (a container without a command on the process
-// runtime, which has no image entrypoint).
-const ReasonRuntimeUnsupported = "RuntimeUnsupported"
-
 // runtimeAdmission is the sync loop's admission check for the runtime
 // that reports runtimeVersion ("name://version"): the process runtime
 // refuses, with one message naming the fields, the containers it cannot
@@ -25,6 +20,6 @@ func runtimeAdmission(runtimeVersion string) func(*v1.Pod) (string, string) {
 		if len(errs) == 0 {
 			return "", ""
 		}
-		return ReasonRuntimeUnsupported, "Pod cannot run on this node's process runtime: " + errs.ToAggregate().Error()
+		return validation.ReasonRuntimeUnsupported, "Pod cannot run on this node's process runtime: " + errs.ToAggregate().Error()
 	}
 }

@@ -22,6 +22,11 @@ func IsProcessRuntime(runtimeVersion string) bool {
 	return strings.HasPrefix(runtimeVersion, ProcessRuntimeName+"://")
 }
 
+// ReasonRuntimeUnsupported is the reason of a pod refused at admission,
+// or of an ephemeral container left waiting, because the node's runtime
+// cannot run it (ProcessRuntimeErrors).
+const ReasonRuntimeUnsupported = "RuntimeUnsupported"
+
 // DefaultPath is the PATH a container gets when neither it nor the node
 // sets one (as the process runtime does).
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -44,36 +49,40 @@ const noEntrypoint = "the node's process runtime has no image entrypoint, so a c
 // looked up: an init container may put it there.
 func ProcessRuntimeErrors(spec *v1.PodSpec, lookPath func(name, path string) error) field.ErrorList {
 	var errs field.ErrorList
-	check := func(p *field.Path, command, args []string, env []v1.EnvVar, mounts []v1.VolumeMount) {
-		switch {
-		case len(command) > 0:
-			return
-		case len(args) == 0:
-			errs = append(errs, field.Required(p.Child("command"), noEntrypoint))
-			return
-		case lookPath == nil || underMount(args[0], mounts):
-			return
-		}
-		path, known := containerPath(env)
-		if !known {
-			return
-		}
-		if err := lookPath(args[0], path); err != nil {
-			errs = append(errs, field.Required(p.Child("command"), fmt.Sprintf(
-				"with no command the process runtime runs args[0] %q as the program, and %v; %s", args[0], err, noEntrypoint)))
-		}
-	}
 	spath := field.NewPath("spec")
-	for i, c := range spec.InitContainers {
-		check(spath.Child("initContainers").Index(i), c.Command, c.Args, c.Env, c.VolumeMounts)
+	for i := range spec.InitContainers {
+		errs = append(errs, ProcessRuntimeContainerErrors(&spec.InitContainers[i], spath.Child("initContainers").Index(i), lookPath)...)
 	}
-	for i, c := range spec.Containers {
-		check(spath.Child("containers").Index(i), c.Command, c.Args, c.Env, c.VolumeMounts)
+	for i := range spec.Containers {
+		errs = append(errs, ProcessRuntimeContainerErrors(&spec.Containers[i], spath.Child("containers").Index(i), lookPath)...)
 	}
-	for i, c := range spec.EphemeralContainers {
-		check(spath.Child("ephemeralContainers").Index(i), c.Command, c.Args, c.Env, c.VolumeMounts)
+	for i := range spec.EphemeralContainers {
+		c := v1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
+		errs = append(errs, ProcessRuntimeContainerErrors(&c, spath.Child("ephemeralContainers").Index(i), lookPath)...)
 	}
 	return errs
+}
+
+// ProcessRuntimeContainerErrors is ProcessRuntimeErrors for one container
+// at path.
+func ProcessRuntimeContainerErrors(c *v1.Container, path *field.Path, lookPath func(name, path string) error) field.ErrorList {
+	switch {
+	case len(c.Command) > 0:
+		return nil
+	case len(c.Args) == 0:
+		return field.ErrorList{field.Required(path.Child("command"), noEntrypoint)}
+	case lookPath == nil || underMount(c.Args[0], c.VolumeMounts):
+		return nil
+	}
+	search, known := containerPath(c.Env)
+	if !known {
+		return nil
+	}
+	if err := lookPath(c.Args[0], search); err != nil {
+		return field.ErrorList{field.Required(path.Child("command"), fmt.Sprintf(
+			"with no command the process runtime runs args[0] %q as the program, and %v; %s", c.Args[0], err, noEntrypoint))}
+	}
+	return nil
 }
 
 // containerPath is the $PATH a container's program is looked up in: its
