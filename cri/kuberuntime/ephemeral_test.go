@@ -1,7 +1,6 @@
 package kuberuntime
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -16,12 +15,7 @@ import (
 func TestIntegrationEphemeralRefusedOnProcessRuntime(t *testing.T) {
 	e := newProcEnv(t)
 	pod := shPod("debugged", map[string]string{"app": "exec sleep 300"}, "app")
-	e.syncUntil(t, pod, func(s v1.PodStatus) error {
-		if s.Phase != v1.PodRunning {
-			return fmt.Errorf("phase %s", s.Phase)
-		}
-		return nil
-	})
+	e.syncUntilRunning(t, pod)
 	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{
 		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "no-command", Image: "local/sh:1"}},
 		{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "with-command", Image: "local/sh:1", Command: []string{"sleep", "300"}}},

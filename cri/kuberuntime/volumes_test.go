@@ -109,12 +109,7 @@ func TestIntegrationFSGroupAndSupplementalGroups(t *testing.T) {
 			Items: []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
 	}
 	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "out", MountPath: out}, {Name: "scratch", MountPath: "/scratch"}, {Name: "podinfo", MountPath: "/etc/podinfo"}}
-	e.syncUntil(t, pod, func(s v1.PodStatus) error {
-		if s.Phase != v1.PodRunning {
-			return fmt.Errorf("phase %s", s.Phase)
-		}
-		return nil
-	})
+	e.syncUntilRunning(t, pod)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		b, err := os.ReadFile(filepath.Join(out, "groups"))
 		if err != nil || len(b) == 0 {

@@ -15,23 +15,7 @@ import (
 // in the README's table, and every field the table calls rejected must be
 // refused by validation with an error on that field.
 func TestPodSpecFieldsTable(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	begin, end := strings.Index(doc, "<!-- podspec-fields:begin -->"), strings.Index(doc, "<!-- podspec-fields:end -->")
-	if begin < 0 || end < begin {
-		t.Fatal("README.md has no podspec-fields table")
-	}
-	row := regexp.MustCompile("(?m)^\\| `([A-Za-z]+)` \\| (supported|partly|ignored|rejected) \\|")
-	status := map[string]string{}
-	for _, m := range row.FindAllStringSubmatch(doc[begin:end], -1) {
-		if _, dup := status[m[1]]; dup {
-			t.Errorf("field %s has two rows", m[1])
-		}
-		status[m[1]] = m[2]
-	}
+	status := fieldTable(t, "../../README.md", "podspec-fields", "[A-Za-z]+")
 	ty := reflect.TypeOf(v1.PodSpec{})
 	fields := map[string]bool{}
 	for i := range ty.NumField() {
@@ -78,23 +62,7 @@ func TestPodSpecFieldsTable(t *testing.T) {
 // docs/podspec-fields.md, and every rejected one must be refused by
 // validation on its path.
 func TestNestedFieldsTable(t *testing.T) {
-	data, err := os.ReadFile("../../docs/podspec-fields.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	begin, end := strings.Index(doc, "<!-- nested-fields:begin -->"), strings.Index(doc, "<!-- nested-fields:end -->")
-	if begin < 0 || end < begin {
-		t.Fatal("docs/podspec-fields.md has no nested-fields table")
-	}
-	row := regexp.MustCompile("(?m)^\\| `([A-Za-z]+\\.[A-Za-z]+)` \\| (supported|partly|ignored|rejected) \\|")
-	status := map[string]string{}
-	for _, m := range row.FindAllStringSubmatch(doc[begin:end], -1) {
-		if _, dup := status[m[1]]; dup {
-			t.Errorf("field %s has two rows", m[1])
-		}
-		status[m[1]] = m[2]
-	}
+	status := fieldTable(t, "../../docs/podspec-fields.md", "nested-fields", "[A-Za-z]+\\.[A-Za-z]+")
 	fields := map[string]bool{}
 	for _, v := range []any{v1.Container{}, v1.EnvVarSource{}, v1.VolumeMount{}, v1.EmptyDirVolumeSource{}, v1.PodSecurityContext{}, v1.SecurityContext{}} {
 		ty := reflect.TypeOf(v)
@@ -165,6 +133,31 @@ func TestNestedFieldsTable(t *testing.T) {
 			t.Errorf("%s: validation = %v, want %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// fieldTable reads the status of each field (rows "| `name` | status |")
+// between the <!-- marker:begin --> and <!-- marker:end --> lines of file;
+// name matches the regexp name.
+func fieldTable(t *testing.T, file, marker, name string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	begin, end := strings.Index(doc, "<!-- "+marker+":begin -->"), strings.Index(doc, "<!-- "+marker+":end -->")
+	if begin < 0 || end < begin {
+		t.Fatalf("%s has no %s table", file, marker)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(" + name + ")` \\| (supported|partly|ignored|rejected) \\|")
+	status := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(doc[begin:end], -1) {
+		if _, dup := status[m[1]]; dup {
+			t.Errorf("field %s has two rows in %s", m[1], file)
+		}
+		status[m[1]] = m[2]
+	}
+	return status
 }
 
 func jsonNames(ty reflect.Type) []string {
