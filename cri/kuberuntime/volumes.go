@@ -69,6 +69,14 @@ func (m *Manager) writeProjectedVolume(pod *v1.Pod, vol *v1.Volume) error {
 	if err != nil {
 		return fmt.Errorf("volume %q: %w", vol.Name, err)
 	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		// The group-read bits SetOwnership gives are part of the payload,
+		// so an unchanged volume compares equal and is not written again.
+		for p, f := range payload {
+			f.Mode |= volume.ReadOnlyGroupBits
+			payload[p] = f
+		}
+	}
 	changed, err := volume.Write(m.projectedPath(pod, vol.Name), payload)
 	if err != nil {
 		return fmt.Errorf("volume %q: %w", vol.Name, err)

@@ -100,12 +100,12 @@ func TestIntegrationFSGroupAndSupplementalGroups(t *testing.T) {
 	e := newProcEnv(t)
 	out := t.TempDir()
 	pod := shPod("groups", map[string]string{"app": "id -G > " + out + "/groups; exec sleep 300"}, "app")
-	fsGroup := int64(2000)
+	fsGroup, ownerOnly := int64(2000), int32(0o400)
 	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, SupplementalGroups: []int64{3000, 3001}}
 	pod.Spec.Volumes = []v1.Volume{
 		{Name: "out", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: out}}},
 		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
-		{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
+		{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{DefaultMode: &ownerOnly,
 			Items: []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
 	}
 	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "out", MountPath: out}, {Name: "scratch", MountPath: "/scratch"}, {Name: "podinfo", MountPath: "/etc/podinfo"}}
@@ -131,5 +131,16 @@ func TestIntegrationFSGroupAndSupplementalGroups(t *testing.T) {
 		if gid := info.Sys().(*syscall.Stat_t).Gid; gid != 2000 || info.Mode()&want != want {
 			t.Errorf("%s: mode %v gid %d, want %v set and gid 2000", p, info.Mode(), gid, want)
 		}
+	}
+	// The group bits are part of what is written: later syncs find the
+	// volume unchanged and do not write it again.
+	before, err := os.Readlink(filepath.Join(e.m.projectedPath(pod, "podinfo"), "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sync(t, pod)
+	e.sync(t, pod)
+	if after, _ := os.Readlink(filepath.Join(e.m.projectedPath(pod, "podinfo"), "..data")); after != before {
+		t.Errorf("the unchanged volume was written again: ..data %s, then %s", before, after)
 	}
 }

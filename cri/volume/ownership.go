@@ -17,6 +17,11 @@ const (
 	execMask fs.FileMode = 0o110
 )
 
+// ReadOnlyGroupBits are the bits SetOwnership adds to a read-only
+// volume's files: an atomically written payload carries them, so that a
+// volume written again with the same content compares unchanged.
+const ReadOnlyGroupBits = roMask
+
 // MaxOwnershipEntries bounds the files and directories SetOwnership walks
 // in one volume: a pod filling its emptyDir with millions of files must not
 // hold every container start of the pod on a walk of them all.
