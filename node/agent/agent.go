@@ -60,6 +60,8 @@ type Agent struct {
 	// labels are the node's labels as last set at run time (nil: the
 	// start-up ones), given again to a restarted sync loop.
 	labels atomic.Pointer[messages.NodeLabelsChanged]
+	// admission is the runtime's admission check (nil: none).
+	admission *runtimeAdmission
 }
 
 // Version is the agent's version, set at build time with
@@ -237,6 +239,7 @@ func (a *Agent) startBus(ctx context.Context) error {
 //	└── <pod uid> … one pod actor per pod
 func (a *Agent) startActors() error {
 	cfg := a.cfg
+	a.admission = newRuntimeAdmission(a.runtimeVer)
 	cache := pleg.NewCache(clock.RealClock{})
 	publisher, err := publish.NewStatusPublisher(publish.StatusConfig{JS: a.conn.JS, NodeName: cfg.NodeName})
 	if err != nil {
@@ -263,7 +266,7 @@ func (a *Agent) startActors() error {
 		Allocatable:    allocatable(cfg.MaxPods),
 		MaxPods:        cfg.MaxPods,
 		ResyncInterval: cfg.SyncFrequency,
-		Admit:          runtimeAdmission(a.runtimeVer),
+		Admit:          a.admission.admitFunc(),
 		Recorder:       a.recorder,
 		Children: supervisor.Children{
 			PLEG: func() (*actor.Props, error) { return pleg.Props(plegCfg) },
@@ -320,6 +323,7 @@ func (a *Agent) startSources(ctx context.Context) error {
 	root := a.system.Root
 	m := mux.New(func(u messages.PodUpdate) {
 		a.metrics.observeUpdate(u)
+		a.admission.precheck(&u) // disk lookups here, not in the sync loop
 		root.Send(a.actors.Supervisor, &u)
 	})
 	m.SetRecorder(a.recorder)
