@@ -16,9 +16,10 @@ import (
 type desiredPod struct {
 	pod      *v1.Pod
 	source   string
-	rejected bool // admission refused it: never run
-	done     bool // its worker finished and was purged: not run again
-	readded  bool // added again while its worker was stopping
+	rejected bool       // admission refused it: never run
+	why      *rejection // why, when rejected
+	done     bool       // its worker finished and was purged: not run again
+	readded  bool       // added again while its worker was stopping
 }
 
 // supervisor is the sync loop actor. Its fields are touched only from
