@@ -41,6 +41,12 @@ func SetDefaults(pod *v1.Pod) {
 		spec.SchedulerName = v1.DefaultSchedulerName
 	}
 	defaultServiceAccount(spec)
+	for i := range spec.Volumes {
+		// A volume naming no source is an emptyDir, as the API server has it.
+		if len(setPointerFields(spec.Volumes[i].VolumeSource)) == 0 {
+			spec.Volumes[i].EmptyDir = &v1.EmptyDirVolumeSource{}
+		}
+	}
 	for i := range spec.InitContainers {
 		defaultContainer(&spec.InitContainers[i])
 	}

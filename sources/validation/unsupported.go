@@ -1,6 +1,9 @@
 package validation
 
 import (
+	"reflect"
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -74,6 +77,9 @@ func unsupportedNested(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		c := v1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
 		errs = append(errs, unsupportedInContainer(&c, path.Child("ephemeralContainers").Index(i))...)
 	}
+	for i := range spec.Volumes {
+		errs = append(errs, unsupportedVolume(&spec.Volumes[i], path.Child("volumes").Index(i))...)
+	}
 	for i, vol := range spec.Volumes {
 		if vol.EmptyDir != nil && vol.EmptyDir.Mode != nil {
 			errs = append(errs, field.Forbidden(path.Child("volumes").Index(i).Child("emptyDir", "mode"),
@@ -85,6 +91,57 @@ func unsupportedNested(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 			[]v1.SupplementalGroupsPolicy{v1.SupplementalGroupsPolicyMerge}))
 	}
 	return errs
+}
+
+// Volume sources and projected volume sources a node sets up itself.
+var (
+	supportedVolumes     = map[string]bool{"hostPath": true, "emptyDir": true, "configMap": true, "secret": true, "downwardAPI": true, "projected": true}
+	supportedProjections = map[string]bool{"configMap": true, "secret": true, "downwardAPI": true}
+)
+
+// unsupportedVolume checks a volume names one source (as the API server)
+// and one the node can set up: no persistent volumes or volume plugins, no
+// service account tokens or trust bundles (there is no API server). A
+// volume type added to the API is refused until it is supported.
+func unsupportedVolume(vol *v1.Volume, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	sources := setPointerFields(vol.VolumeSource)
+	switch {
+	case len(sources) == 0:
+		return append(errs, field.Required(path, "must specify a volume type"))
+	case len(sources) > 1:
+		errs = append(errs, field.Forbidden(path, "may not specify more than 1 volume type"))
+	}
+	for _, name := range sources {
+		if !supportedVolumes[name] {
+			errs = append(errs, field.Forbidden(path.Child(name),
+				"not supported: a node alone sets up hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes (no persistent volumes or volume plugins)"))
+		}
+	}
+	if vol.Projected != nil {
+		for j, src := range vol.Projected.Sources {
+			for _, name := range setPointerFields(src) {
+				if !supportedProjections[name] {
+					errs = append(errs, field.Forbidden(path.Child("projected", "sources").Index(j).Child(name),
+						"not supported: projected volumes take configMap, secret and downwardAPI sources (there is no API server to issue tokens or bundles)"))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// setPointerFields names (by JSON name) the pointer fields of struct v that
+// are set.
+func setPointerFields(v any) []string {
+	rv := reflect.ValueOf(v)
+	var out []string
+	for i := range rv.NumField() {
+		if f := rv.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			out = append(out, strings.Split(rv.Type().Field(i).Tag.Get("json"), ",")[0])
+		}
+	}
+	return out
 }
 
 // unsupportedInContainer: the container fields no runtime path honours.
