@@ -18,6 +18,7 @@
 //	ProbeResultChanged    prober → supervisor → pod actor, status   a probe's result changed (liveness, readiness, startup)
 //	RelistHealthChanged   PLEG → supervisor                 relisting became healthy or unhealthy
 //	RuntimeHealthChanged  PLEG → supervisor                 the CRI runtime became ready or not ready
+//	NodeLabelsChanged     operator → supervisor             the node's labels changed at run time (admission uses them)
 //	SyncPod               supervisor → pod actor            create/update/sync/kill one pod (kubelet's UpdatePod)
 //	TerminatePod          operator → supervisor             kill or evict a pod (KillOptions); the supervisor sends the pod actor a SyncPod kill
 //	RestartPod            operator → supervisor → pod actor restart a pod's containers (or one container)

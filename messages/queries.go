@@ -22,6 +22,13 @@ type RuntimeHealthChanged struct {
 	Message string
 }
 
+// NodeLabelsChanged carries the node's labels after an operator changed
+// them at run time (actorletctl label node), well-known ones included:
+// admission checks new pods' nodeSelector against them.
+type NodeLabelsChanged struct {
+	Labels map[string]string
+}
+
 // ListPodStatuses asks the status actor for every pod it knows; the reply is
 // PodStatusList.
 type ListPodStatuses struct{}

@@ -21,6 +21,7 @@ type node struct {
 	labels      map[string]string
 	allocatable v1.ResourceList // nil: not checked
 	maxPods     int
+	runtime     func(*v1.Pod) (reason, message string) // nil: no runtime check
 }
 
 // rejection says why a pod was refused.
@@ -100,6 +101,11 @@ func admit(n node, pod *v1.Pod, u *usage) *rejection {
 	for k, v := range pod.Spec.NodeSelector {
 		if got, ok := n.labels[k]; !ok || got != v {
 			return &rejection{ReasonNodeAffinity, fmt.Sprintf("Predicate NodeAffinity failed: node label %s=%q does not match the pod's node selector %s=%q", k, got, k, v)}
+		}
+	}
+	if n.runtime != nil {
+		if reason, msg := n.runtime(pod); reason != "" {
+			return &rejection{reason, msg}
 		}
 	}
 	return nil

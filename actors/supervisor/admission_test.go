@@ -49,6 +49,29 @@ func TestAdmitRejectsEachReason(t *testing.T) {
 	}
 }
 
+func TestAdmitAsksTheRuntimeLast(t *testing.T) {
+	asked := 0
+	n := node{labels: map[string]string{"zone": "a"}, maxPods: 1, runtime: func(p *v1.Pod) (string, string) {
+		asked++
+		if len(p.Spec.Containers[0].Command) == 0 {
+			return "RuntimeUnsupported", "spec.containers[0].command: Required value"
+		}
+		return "", ""
+	}}
+	if r := admit(n, newPod("p", "p", 1), newUsage(nil)); r == nil || r.Reason != "RuntimeUnsupported" || !strings.Contains(r.Message, "command") {
+		t.Fatalf("admit = %+v, want the runtime's refusal", r)
+	}
+	ok := newPod("p", "p", 1)
+	ok.Spec.Containers[0].Command = []string{"sh"}
+	if r := admit(n, ok, newUsage(nil)); r != nil {
+		t.Fatalf("admit = %+v, want admitted", r)
+	}
+	full := newUsage([]*v1.Pod{newPod("a", "a", 1)})
+	if r := admit(n, newPod("p", "p", 1), full); r == nil || r.Reason != ReasonOutOfPods || asked != 2 {
+		t.Fatalf("admit = %+v after %d runtime checks, want OutOfpods without asking the runtime", r, asked)
+	}
+}
+
 func TestConfigValidateNamesTheField(t *testing.T) {
 	if err := (Config{}).Validate(); err == nil || !strings.Contains(err.Error(), "Runtime") {
 		t.Fatalf("Validate() = %v, want an error naming Runtime", err)

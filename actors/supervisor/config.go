@@ -58,6 +58,12 @@ type Config struct {
 	NodeLabels  map[string]string
 	Allocatable v1.ResourceList // nil: resources are not checked
 	MaxPods     int             // default 110
+	// Admit, optional, is the runtime's own admission check, run for a new
+	// pod after the resource, port and node-selector checks: it returns the
+	// reason and message of a refusal, or an empty reason to admit. It runs
+	// in the sync loop, so it must not do I/O (the agent's looks up
+	// programs on the disk before the update is sent, node/agent).
+	Admit func(pod *v1.Pod) (reason, message string)
 
 	SyncPeriod         time.Duration // default 1 s
 	HousekeepingPeriod time.Duration // default 2 s

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/actors/podactor/fake"
@@ -361,6 +362,54 @@ func TestUpdateDispatchesTheNewSpecToTheWorker(t *testing.T) {
 	eventually(t, "sync of the update", func() bool { return h.syncsOf("a") == 2 })
 	if g := h.rt.Calls(fake.OpSyncPod)[1].Pod.Generation; g != 2 {
 		t.Fatalf("synced generation %d, want 2", g)
+	}
+}
+
+// TestNodeLabelsChangedAdmitsNewPods: after an operator labels the node,
+// a pod selecting the new label is admitted; the one rejected before stays
+// rejected, as the kubelet never re-admits a rejected pod.
+func TestNodeLabelsChangedAdmitsNewPods(t *testing.T) {
+	h := newHarness(t, nil)
+	before := newPod("before", "before", 1)
+	before.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+	h.add(before)
+	eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	if r := actortest.Of[*messages.PodRejected](h.status)[0]; r.Reason != ReasonNodeAffinity {
+		t.Fatalf("rejection = %+v, want NodeAffinity", r)
+	}
+	h.send(&messages.NodeLabelsChanged{Labels: map[string]string{"zone": "a", "disktype": "ssd"}})
+	after := newPod("after", "after", 2)
+	after.Spec.NodeSelector = map[string]string{"disktype": "ssd", "zone": "a"}
+	h.add(after)
+	eventually(t, "sync of the pod admitted on the new label", func() bool { return h.syncsOf("after") > 0 })
+	h.add(before) // sent again: still rejected
+	gone := newPod("gone", "gone", 3)
+	gone.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+	h.send(&messages.NodeLabelsChanged{Labels: map[string]string{"zone": "a"}})
+	h.add(gone)
+	eventually(t, "rejection on the removed label", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 2 })
+	if h.syncsOf("before") != 0 || h.syncsOf("gone") != 0 || h.syncsOf("after") == 0 {
+		t.Fatalf("syncs: before %d, gone %d, after %d", h.syncsOf("before"), h.syncsOf("gone"), h.syncsOf("after"))
+	}
+}
+
+// A rejected pod deleted gracefully has nothing to stop: its Failed
+// status goes out again with the deletion, so that it is finalized at once.
+func TestDeletingARejectedPodRepublishesItsStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	p.Spec.NodeSelector = map[string]string{"zone": "b"}
+	h.add(p)
+	eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	del := p.DeepCopy()
+	now := metav1.Now()
+	grace := int64(30)
+	del.DeletionTimestamp, del.DeletionGracePeriodSeconds = &now, &grace
+	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{del}, Source: messages.SourceRemote})
+	eventually(t, "rejection with the deletion", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 2 })
+	r := actortest.Of[*messages.PodRejected](h.status)[1]
+	if r.Pod.DeletionTimestamp == nil || r.Reason != ReasonNodeAffinity || r.Message == "" || h.syncsOf("a") != 0 {
+		t.Fatalf("second rejection %+v (syncs %d): want the deleting pod, NodeAffinity, a message, no sync", r, h.syncsOf("a"))
 	}
 }
 

@@ -16,9 +16,10 @@ import (
 type desiredPod struct {
 	pod      *v1.Pod
 	source   string
-	rejected bool // admission refused it: never run
-	done     bool // its worker finished and was purged: not run again
-	readded  bool // added again while its worker was stopping
+	rejected bool       // admission refused it: never run
+	why      *rejection // why, when rejected
+	done     bool       // its worker finished and was purged: not run again
+	readded  bool       // added again while its worker was stopping
 }
 
 // supervisor is the sync loop actor. Its fields are touched only from
@@ -69,7 +70,7 @@ func Props(cfg Config) (*actor.Props, error) {
 	cfg = cfg.withDefaults()
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &supervisor{
-			cfg: cfg, node: node{labels: cfg.NodeLabels, allocatable: cfg.Allocatable, maxPods: cfg.MaxPods},
+			cfg: cfg, node: node{labels: cfg.NodeLabels, allocatable: cfg.Allocatable, maxPods: cfg.MaxPods, runtime: cfg.Admit},
 			pods: map[types.UID]*desiredPod{}, workers: map[types.UID]*worker{}, byPID: map[string]types.UID{},
 			static: newStaticPods(), plegHealthy: true, runtimeMessage: "runtime status not reported yet",
 			lostChildren: map[string]bool{}, cancel: func() {}, life: context.Background(), endLife: func() {},
@@ -151,6 +152,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.plegHealthy, s.plegMessage = m.Healthy, m.Message
 	case *messages.RuntimeHealthChanged:
 		s.runtimeReady, s.runtimeMessage = m.Ready, m.Message
+	case *messages.NodeLabelsChanged:
+		// New pods are admitted against the new labels; admitted ones keep
+		// running (IgnoredDuringExecution), rejected ones stay rejected.
+		s.node.labels = m.Labels
+		klog.V(2).InfoS("Node labels changed", "labels", m.Labels)
 
 	case *syncTick:
 		s.syncDue(ctx)

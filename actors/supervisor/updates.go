@@ -64,7 +64,7 @@ func (s *supervisor) addPods(ctx actor.Context, source string, pods []*v1.Pod) {
 		}
 		d := &desiredPod{pod: p, source: source}
 		if r := admit(s.node, p, s.currentUsage()); r != nil {
-			d.rejected = true
+			d.rejected, d.why = true, r
 			s.pods[p.UID] = d
 			klog.InfoS("Pod rejected at admission", "pod", klog.KObj(p), "podUID", p.UID, "reason", r.Reason, "message", r.Message)
 			if s.cfg.Recorder != nil {
@@ -89,6 +89,12 @@ func (s *supervisor) updatePod(ctx actor.Context, source string, p *v1.Pod) {
 	}
 	d.pod = p
 	s.usage = nil // its requests may have changed
+	if d.rejected && d.why != nil && p.DeletionTimestamp != nil {
+		// Nothing runs: its Failed status, published again with the
+		// deletion, lets it be finalized at once (the kubelet's status
+		// manager deletes a terminal pod without waiting for its grace).
+		s.tell(ctx, &messages.PodRejected{Pod: p, Reason: d.why.Reason, Message: d.why.Message}, s.status)
+	}
 	if d.rejected || d.done || s.static.isWaiting(p.UID) {
 		return
 	}

@@ -92,6 +92,7 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 	sort.SliceStable(manifests, func(i, j int) bool { return manifests[i].obj != nil && manifests[j].obj == nil })
 	var kv jetstream.KeyValue
 	target := *node
+	runtimeVer := "" // the target node's runtime, when known
 	var done []applied
 	failed := 0
 	for _, m := range manifests {
@@ -119,6 +120,14 @@ func (c *cli) apply(ctx context.Context, args []string) error {
 					return err
 				}
 			}
+			if sel == nil {
+				runtimeVer = c.nodeRuntime(ctx, target)
+			}
+		}
+		if err := runnableOn(target, runtimeVer, m.pod); err != nil {
+			fmt.Fprintf(c.stderr, "error: %s: %v\n", m.source, err)
+			failed++
+			continue
 		}
 		a, verb, err := c.applyOne(ctx, kv, m.pod, target, sel)
 		if err != nil {
@@ -244,6 +253,31 @@ func splitManifests(name string, r io.Reader) ([]manifest, error) {
 		return nil, fmt.Errorf("%s has no pods, ConfigMaps or Secrets", name)
 	}
 	return out, nil
+}
+
+// nodeRuntime is the container runtime node reports in its entry
+// ("actorlet-process://0.1.0"), or "" when it has none yet: then the node's
+// admission is the only check.
+func (c *cli) nodeRuntime(ctx context.Context, node string) string {
+	n, err := c.currentNode(ctx, node)
+	if err != nil {
+		return ""
+	}
+	return n.Status.NodeInfo.ContainerRuntimeVersion
+}
+
+// runnableOn refuses, before it is written, a pod the node's runtime
+// cannot run: on the process runtime, a container without a command. (An
+// args-only container whose program is missing is only known on the node:
+// its admission refuses it; so it does a fleet pod's.)
+func runnableOn(node, runtimeVer string, pod *v1.Pod) error {
+	if !validation.IsProcessRuntime(runtimeVer) {
+		return nil
+	}
+	if errs := validation.ProcessRuntimeErrors(&pod.Spec, nil); len(errs) > 0 {
+		return fmt.Errorf("pod %s/%s cannot run on node %s (runtime %s): %w", pod.Namespace, pod.Name, node, runtimeVer, errs.ToAggregate())
+	}
+	return nil
 }
 
 // onlyNode returns the node registered in the NodesBucket when there is

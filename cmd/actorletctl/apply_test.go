@@ -29,6 +29,8 @@ func TestApply(t *testing.T) {
 	}
 	testutil.WriteFile(t, sub, "a.yaml", podYAML("a")+"---\n"+podYAML("b"))
 	testutil.WriteFile(t, sub, "c.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"c","namespace":"ops"},"spec":{"containers":[{"name":"app","image":"busybox"}]}}`)
+	testutil.WriteFile(t, sub, "d.yaml", podYAML("d")+"---\n"+
+		"{apiVersion: v1, kind: Pod, metadata: {name: e}, spec: {containers: [{name: app, image: busybox}]}}\n")
 	testutil.WriteFile(t, sub, "ignored.txt", "not a manifest")
 	mixed := testutil.WriteFile(t, dir, "mixed.yaml", podYAML("good1")+"---\n"+
 		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers:\n  - name: app\n"+"---\n"+podYAML("good2"))
@@ -48,7 +50,8 @@ func TestApply(t *testing.T) {
 		{name: "re-apply unchanged", args: []string{"apply", "-f", single, "--node", "n1"},
 			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "web")}, wantOut: []string{"pod/web unchanged"}},
 		{name: "directory with multi-doc and json", args: []string{"apply", "-f", sub, "--node", "n1"},
-			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "a"), wire.DesiredNodeKey("n1", "default", "b"), wire.DesiredNodeKey("n1", "ops", "c")}},
+			wantKeys: []string{wire.DesiredNodeKey("n1", "default", "a"), wire.DesiredNodeKey("n1", "default", "b"), wire.DesiredNodeKey("n1", "ops", "c"),
+				wire.DesiredNodeKey("n1", "default", "d"), wire.DesiredNodeKey("n1", "default", "e")}},
 		{name: "stdin", args: []string{"apply", "-f", "-", "--node", "n2"}, stdin: podYAML("from-stdin"),
 			wantKeys: []string{wire.DesiredNodeKey("n2", "default", "from-stdin")}},
 		{name: "invalid pod: error, others applied", args: []string{"apply", "-f", mixed, "--node", "n1"}, wantCode: 1,
@@ -163,4 +166,44 @@ func TestApplyWait(t *testing.T) {
 			t.Fatalf("exit %d stderr %s", code, errOut)
 		}
 	})
+}
+
+// TestApplyRefusesWhatTheRuntimeCannotRun: a node on the process runtime
+// has no image entrypoints, so a pod with a container without command is
+// refused before it is written, naming the field and what to do; other
+// runtimes, fleet pods and pods with a command are written.
+func TestApplyRefusesWhatTheRuntimeCannotRun(t *testing.T) {
+	e := newEnv(t)
+	proc := node("proc", now, v1.ConditionTrue)
+	proc.Status.NodeInfo.ContainerRuntimeVersion = "actorlet-process://0.1.0"
+	e.put(wire.NodesBucket, "proc", proc)
+	ctrd := node("ctrd", now, v1.ConditionTrue)
+	ctrd.Status.NodeInfo.ContainerRuntimeVersion = "containerd://1.7.2"
+	e.put(wire.NodesBucket, "ctrd", ctrd)
+	dir := t.TempDir()
+	withCommand := strings.Replace(podYAML("with-command"), "image: busybox\n", "image: busybox\n    command: [sleep, \"60\"]\n", 1)
+	file := testutil.WriteFile(t, dir, "pods.yaml", podYAML("no-command")+"---\n"+withCommand)
+
+	_, errOut, code := e.run(context.Background(), "", "apply", "-f", file, "--node", "proc")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %s", code, errOut)
+	}
+	for _, w := range []string{"pods.yaml: pod default/no-command cannot run on node proc (runtime actorlet-process://0.1.0)",
+		"spec.containers[0].command: Required value", "no image entrypoint", "--container-runtime-endpoint", "1 of 2 pods not applied"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr %q lacks %q", errOut, w)
+		}
+	}
+	if e.pod(wire.DesiredBucket, wire.DesiredNodeKey("proc", "default", "no-command")) != nil {
+		t.Error("the pod without a command was written for the process runtime node")
+	}
+	if e.pod(wire.DesiredBucket, wire.DesiredNodeKey("proc", "default", "with-command")) == nil {
+		t.Error("the pod with a command was not written")
+	}
+	e.mustRun("apply", "-f", file, "--node", "ctrd")
+	e.mustRun("apply", "-f", file, "--selector", "zone=a") // a fleet pod: the nodes' admission decides
+	if e.pod(wire.DesiredBucket, wire.DesiredNodeKey("ctrd", "default", "no-command")) == nil ||
+		e.pod(wire.DesiredBucket, wire.DesiredFleetKey("default", "no-command")) == nil {
+		t.Error("a pod without command was refused for containerd or as a fleet pod")
+	}
 }

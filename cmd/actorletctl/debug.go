@@ -73,6 +73,13 @@ func (c *cli) debug(ctx context.Context, args []string) error {
 	if err := validation.ValidatePod(check); err != nil {
 		return fmt.Errorf("debug container: %w", err)
 	}
+	// What the node's runtime cannot run fails here, at once, not after
+	// a wait for a container that never starts.
+	if n := c.debugNode(ctx, key, *ns, pod, *node); n != "" {
+		if err := runnableOn(n, c.nodeRuntime(ctx, n), check); err != nil {
+			return fmt.Errorf("debug container %s: %w", *name, err)
+		}
+	}
 	data, err := json.Marshal(&p)
 	if err != nil {
 		return err
@@ -88,12 +95,33 @@ func (c *cli) debug(ctx context.Context, args []string) error {
 	return c.attachWhenRunning(ctx, *ns, pod, *node, wire.SessionRequest{Namespace: *ns, Name: pod, Container: *name, Stdin: *stdin, TTY: *tty})
 }
 
+// debugNode is the node a debug container goes to: the desired key's, or
+// for a fleet pod the one node running it ("" when unknown: the node's
+// own check then refuses what it cannot run).
+func (c *cli) debugNode(ctx context.Context, key, ns, pod, node string) string {
+	if dk, err := wire.ParseDesiredKey(key); err == nil && !dk.Fleet {
+		return dk.Node
+	}
+	n, err := c.podNode(ctx, ns, pod, node)
+	if err != nil {
+		return ""
+	}
+	return n
+}
+
 // debugAttachTimeout bounds the wait for a new debug container to run.
 const debugAttachTimeout = 2 * time.Minute
 
+// debugExitTimeout bounds the wait, after an attach session ended, for the
+// debug container's exit code to show in the pod's status.
+const debugExitTimeout = 15 * time.Second
+
 // attachWhenRunning attaches to a container that is being created, as
 // kubectl debug -it does: while the node answers that it is not created or
-// not running yet, it asks again.
+// not running yet, it asks again — unless the pod's status says it cannot
+// start (a waiting reason other than ContainerCreating: the reason and
+// message are the error, at once) or it already ended. Once the session
+// ends, the container's exit code becomes ours.
 func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req wire.SessionRequest) error {
 	deadline := time.Now().Add(debugAttachTimeout)
 	last := ""
@@ -101,6 +129,9 @@ func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req w
 		n, client, err := c.target(ctx, ns, pod, node)
 		if err == nil {
 			err = c.interactive(ctx, n, wire.VerbStreamAttach, client, req)
+			if err == nil {
+				return c.debugExit(ctx, n, ns, pod, req.Container)
+			}
 		}
 		var we *wire.Error
 		notYet := wire.IsNotFound(err) || (errors.As(err, &we) && we.Code == wire.CodeBadRequest && strings.Contains(we.Description, "is not running"))
@@ -109,10 +140,10 @@ func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req w
 		}
 		// Say how the container is doing, in apply --wait's style, and
 		// stop at once when it cannot run.
-		line, failed := "", error(nil)
+		line, done, failed := "", false, error(nil)
 		if client != nil {
 			if p, gerr := client.GetPod(ctx, n, ns, pod); gerr == nil {
-				line, failed = debugProgress(p, req.Container)
+				line, done, failed = debugProgress(p, req.Container)
 			}
 		}
 		if line == "" {
@@ -122,7 +153,7 @@ func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req w
 			fmt.Fprintln(c.stderr, line)
 			last = line
 		}
-		if failed != nil {
+		if done {
 			return failed
 		}
 		select {
@@ -133,10 +164,10 @@ func (c *cli) attachWhenRunning(ctx context.Context, ns, pod, node string, req w
 	}
 }
 
-// debugProgress is a progress line for the ephemeral container name of p,
-// and an error when it cannot run (a failed start, or it already ended:
-// nothing to attach to).
-func debugProgress(p *v1.Pod, name string) (string, error) {
+// debugProgress is a progress line for the ephemeral container name of p;
+// done when there is nothing to attach to: it cannot start (err says why)
+// or it already ended (err carries its exit code).
+func debugProgress(p *v1.Pod, name string) (line string, done bool, err error) {
 	for _, cs := range p.Status.EphemeralContainerStatuses {
 		if cs.Name != name {
 			continue
@@ -148,18 +179,72 @@ func debugProgress(p *v1.Pod, name string) (string, error) {
 				line += " (" + st.Waiting.Message + ")"
 			}
 			if failureReasons[st.Waiting.Reason] {
-				return line, fmt.Errorf("debug container %s cannot start: %s: %s (on the process runtime a container needs a command: debug POD --image IMG -it -- sh)",
+				return line, true, fmt.Errorf("debug container %s cannot start: %s: %s",
 					name, st.Waiting.Reason, st.Waiting.Message)
 			}
-			return line, nil
+			return line, false, nil
 		case st.Terminated != nil:
+			// It ran and ended before the attach: nothing to attach to;
+			// its exit code is ours, and its output is in its log.
 			t := st.Terminated
-			return fmt.Sprintf("pod/%s: container %s: %s", p.Name, name, orElse(t.Reason, "Terminated")),
-				fmt.Errorf("debug container %s ended (%s, exit code %d) before it could be attached to: %s; its output: actorletctl logs %s -c %s -n %s",
-					name, orElse(t.Reason, "Terminated"), t.ExitCode, orElse(t.Message, "no message"), p.Name, name, p.Namespace)
+			return fmt.Sprintf("pod/%s: container %s ended (%s, exit code %d) before it could be attached to; its output: actorletctl logs %s -c %s -n %s",
+				p.Name, name, orElse(t.Reason, "Terminated"), t.ExitCode, p.Name, name, p.Namespace), true, exitCode(t.ExitCode)
 		case st.Running != nil:
-			return fmt.Sprintf("pod/%s: container %s: Running", p.Name, name), nil
+			return fmt.Sprintf("pod/%s: container %s: Running", p.Name, name), false, nil
 		}
 	}
-	return "", nil
+	return "", false, nil
+}
+
+// debugExit waits (at most debugExitTimeout) for the debug container to be
+// seen terminated once its attach session ended, and returns its exit code
+// as ours. A container still running (the session was left) is success.
+func (c *cli) debugExit(ctx context.Context, node, ns, pod, container string) error {
+	deadline := time.Now().Add(debugExitTimeout)
+	for {
+		cs := c.ephemeralStatus(ctx, node, ns, pod, container)
+		if cs != nil && cs.State.Terminated != nil {
+			return exitCode(cs.State.Terminated.ExitCode)
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func exitCode(code int32) error {
+	if code == 0 {
+		return nil
+	}
+	return exitCodeError{code: int(code)}
+}
+
+// ephemeralStatus is the status of the pod's ephemeral container as node
+// last published it, nil when unknown.
+func (c *cli) ephemeralStatus(ctx context.Context, node, ns, pod, container string) *v1.ContainerStatus {
+	kv, err := c.bucket(ctx, wire.StatusBucket)
+	if err != nil {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	e, err := kv.Get(qctx, wire.StatusKey(node, ns, pod))
+	if err != nil {
+		return nil
+	}
+	var p v1.Pod
+	if json.Unmarshal(e.Value(), &p) != nil {
+		return nil
+	}
+	for i := range p.Status.EphemeralContainerStatuses {
+		if p.Status.EphemeralContainerStatuses[i].Name == container {
+			return &p.Status.EphemeralContainerStatuses[i]
+		}
+	}
+	return nil
 }

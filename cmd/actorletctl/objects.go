@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // object is a ConfigMap or Secret read from a manifest.
@@ -38,6 +39,24 @@ func (o *object) value() any {
 		return o.configMap
 	}
 	return o.secret
+}
+
+// validateUpdate refuses what the API server refuses on an update of the
+// stored object (prev, JSON): a changed immutable ConfigMap or Secret, a
+// Secret's type. A stored value that does not decode is replaced.
+func (o *object) validateUpdate(prev []byte) error {
+	if o.configMap != nil {
+		var old v1.ConfigMap
+		if json.Unmarshal(prev, &old) != nil {
+			return nil
+		}
+		return validation.ValidateConfigMapUpdate(o.configMap, &old)
+	}
+	var old v1.Secret
+	if json.Unmarshal(prev, &old) != nil {
+		return nil
+	}
+	return validation.ValidateSecretUpdate(o.secret, &old)
 }
 
 // objectKey is where an object lives: readable by node only, or (node
@@ -67,6 +86,11 @@ func (c *cli) applyObject(ctx context.Context, o *object, node string) (string, 
 	old, verb, err := c.previous(qctx, kv, key, meta)
 	if err != nil {
 		return "", err
+	}
+	if old != nil {
+		if err := o.validateUpdate(old.Value()); err != nil {
+			return "", err
+		}
 	}
 	data, err := json.Marshal(o.value())
 	if err != nil {

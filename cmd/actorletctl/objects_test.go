@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // apply -f takes ConfigMaps and Secrets as kubectl does (multi-document,
@@ -82,5 +84,36 @@ func TestApplyObjectTooLarge(t *testing.T) {
 	out, errOut, code := e.run(context.Background(), "apiVersion: v1\nkind: Secret\nmetadata: {name: big}\nstringData: {k: "+big+"}\n", "apply", "-f", "-")
 	if code == 0 || !strings.Contains(errOut, "over the limit of 1048576 bytes") || strings.Contains(errOut, "aaaa") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %.300s", code, out, errOut)
+	}
+}
+
+// An immutable ConfigMap or Secret is refused a change of its data with
+// the API server's message; applying it unchanged is fine, deleting it is
+// allowed, and after a delete it can be applied anew.
+func TestApplyImmutableObjects(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	write := func(value string) string {
+		return testutil.WriteFile(t, dir, "objs.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frozen\nimmutable: true\ndata:\n  tier: "+value+"\n"+
+			"---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: frozen\nimmutable: true\nstringData:\n  key: "+value+"-secret\n")
+	}
+	e.mustRun("apply", "-f", write("gold"))
+	if out := e.mustRun("apply", "-f", write("gold")); !strings.Contains(out, "configmap/frozen unchanged") || !strings.Contains(out, "secret/frozen unchanged") {
+		t.Errorf("re-apply unchanged: %s", out)
+	}
+	_, errOut, code := e.run(context.Background(), "", "apply", "-f", write("platinum"))
+	if code != 1 || !strings.Contains(errOut, "ConfigMap \"frozen\" is invalid: data: Forbidden: field is immutable when `immutable` is set") ||
+		!strings.Contains(errOut, "Secret \"frozen\" is invalid: data: Forbidden: field is immutable when `immutable` is set") ||
+		strings.Contains(errOut, "platinum-secret") || strings.Contains(errOut, "gold-secret") {
+		t.Fatalf("changing immutable objects: exit %d, stderr %s", code, errOut)
+	}
+	en, err := e.kv(wire.ConfigMapsBucket).Get(context.Background(), wire.ObjectFleetKey("default", "frozen"))
+	if err != nil || !strings.Contains(string(en.Value()), `"tier":"gold"`) {
+		t.Fatalf("stored ConfigMap after the refused change: %s %v", en.Value(), err)
+	}
+	e.mustRun("delete", "configmap", "frozen")
+	e.mustRun("delete", "secret", "frozen")
+	if out := e.mustRun("apply", "-f", write("platinum")); !strings.Contains(out, "configmap/frozen created") {
+		t.Errorf("apply after delete: %s", out)
 	}
 }

@@ -163,6 +163,7 @@ var failureReasons = map[string]bool{
 	"CreateContainerConfigError": true,
 	"CreateContainerError":       true,
 	"RunContainerError":          true,
+	"RuntimeUnsupported":         true,
 }
 
 // podOutcome says whether a pod reached target (a --for state: "done"),

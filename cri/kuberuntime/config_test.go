@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,6 +63,32 @@ func TestSandboxConfig(t *testing.T) {
 
 	if _, err := e.m.sandboxConfig(&v1.Pod{}, 0); err == nil {
 		t.Error("pod without a name: no error")
+	}
+}
+
+// The pod's groups reach the sandbox and every container as the kubelet
+// gives them: fsGroup first, then supplementalGroups.
+func TestSecurityContextGroups(t *testing.T) {
+	e := newEnv(t)
+	pod := newPod("web", "app")
+	fsGroup, group := int64(2000), int64(1500)
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, RunAsGroup: &group, SupplementalGroups: []int64{3000, 3001}}
+	want := []int64{2000, 3000, 3001}
+	sb, err := e.m.sandboxConfig(pod, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := sb.Linux.SecurityContext; !slices.Equal(sc.SupplementalGroups, want) || sc.RunAsGroup.GetValue() != 1500 {
+		t.Errorf("sandbox groups %v run as group %v, want %v and 1500", sc.SupplementalGroups, sc.RunAsGroup, want)
+	}
+	c := &pod.Spec.Containers[0]
+	c.Command = []string{"sleep", "1"}
+	cfg, err := e.m.containerConfig(pod, c, 0, nil, "sha256:abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Linux.SecurityContext.SupplementalGroups; !slices.Equal(got, want) {
+		t.Errorf("container groups %v, want %v", got, want)
 	}
 }
 

@@ -116,6 +116,7 @@ func linuxSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContain
 		if psc.RunAsGroup != nil {
 			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
 		}
+		sc.SupplementalGroups = supplementalGroups(psc)
 	}
 	if csc := c.SecurityContext; csc != nil {
 		if csc.RunAsUser != nil {
@@ -132,6 +133,16 @@ func linuxSecurityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContain
 		}
 	}
 	return sc
+}
+
+// supplementalGroups are the groups the kubelet gives a pod's processes:
+// fsGroup first, then supplementalGroups.
+func supplementalGroups(psc *v1.PodSecurityContext) []int64 {
+	var groups []int64
+	if psc.FSGroup != nil {
+		groups = append(groups, *psc.FSGroup)
+	}
+	return append(groups, psc.SupplementalGroups...)
 }
 
 // emptyDirPath is <PodsDir>/<uid>/volumes/emptydir/<name>.
@@ -167,6 +178,9 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 			host = m.emptyDirPath(pod, vm.Name)
 			if err := os.MkdirAll(host, 0o777); err != nil {
 				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+			}
+			if err := setFSGroup(pod, host, false); err != nil {
+				return nil, fmt.Errorf("%s: emptyDir %q: %w", field, vm.Name, err)
 			}
 		case isProjected(vol):
 			if m.opts.PodsDir == "" {

@@ -61,6 +61,17 @@ func (e *procEnv) sync(t *testing.T, pod *v1.Pod) SyncResult {
 	return e.m.SyncPod(context.Background(), pod, st, nil)
 }
 
+// syncUntilRunning syncs the pod until its phase is Running.
+func (e *procEnv) syncUntilRunning(t *testing.T, pod *v1.Pod) {
+	t.Helper()
+	e.syncUntil(t, pod, func(s v1.PodStatus) error {
+		if s.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", s.Phase)
+		}
+		return nil
+	})
+}
+
 // syncUntil syncs the pod until cond holds on its generated status.
 func (e *procEnv) syncUntil(t *testing.T, pod *v1.Pod, cond func(v1.PodStatus) error) v1.PodStatus {
 	t.Helper()

@@ -134,6 +134,10 @@ func sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
 		if psc.RunAsUser != nil {
 			lc.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
 		}
+		if psc.RunAsGroup != nil {
+			lc.SecurityContext.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
+		}
+		lc.SecurityContext.SupplementalGroups = supplementalGroups(psc)
 	}
 	return lc
 }

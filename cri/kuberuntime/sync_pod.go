@@ -98,6 +98,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 	}
 	for _, i := range actions.EphemeralContainersToStart {
 		c := ephemeralContainer(&pod.Spec.EphemeralContainers[i])
+		if m.refuseEphemeral(ctx, pod, c, i) {
+			continue
+		}
 		err := m.startContainer(ctx, pod, c, status, target)
 		result.add(ActionStartContainer, c.Name, err)
 		if ctx.Err() != nil {

@@ -69,8 +69,19 @@ func (m *Manager) writeProjectedVolume(pod *v1.Pod, vol *v1.Volume) error {
 	if err != nil {
 		return fmt.Errorf("volume %q: %w", vol.Name, err)
 	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		// The group-read bits SetOwnership gives are part of the payload,
+		// so an unchanged volume compares equal and is not written again.
+		for p, f := range payload {
+			f.Mode |= volume.ReadOnlyGroupBits
+			payload[p] = f
+		}
+	}
 	changed, err := volume.Write(m.projectedPath(pod, vol.Name), payload)
 	if err != nil {
+		return fmt.Errorf("volume %q: %w", vol.Name, err)
+	}
+	if err := setFSGroup(pod, m.projectedPath(pod, vol.Name), true); err != nil {
 		return fmt.Errorf("volume %q: %w", vol.Name, err)
 	}
 	if changed {
@@ -96,6 +107,16 @@ func (m *Manager) refreshVolumes(pod *v1.Pod) {
 			m.event(pod, v1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q: %v", vol.Name, err)
 		}
 	}
+}
+
+// setFSGroup gives a volume directory the agent manages to the pod's
+// fsGroup, if it has one (volume.SetOwnership).
+func setFSGroup(pod *v1.Pod, dir string, readOnly bool) error {
+	psc := pod.Spec.SecurityContext
+	if psc == nil || psc.FSGroup == nil {
+		return nil
+	}
+	return volume.SetOwnership(dir, *psc.FSGroup, psc.FSGroupChangePolicy, readOnly)
 }
 
 func dirExists(path string) bool {

@@ -2,12 +2,19 @@ package kuberuntime
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // TestIntegrationDownwardAPIVolume: a downwardAPI volume is written before
@@ -82,3 +89,58 @@ func TestEnvResourceFieldRef(t *testing.T) {
 }
 
 func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }
+
+// fsGroup and supplementalGroups reach the container's process (fsGroup
+// first), and the volumes the agent manages are the fsGroup's: emptyDir
+// group-writable and setgid, projected files group-readable.
+func TestIntegrationFSGroupAndSupplementalGroups(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting groups and volume ownership needs root")
+	}
+	e := newProcEnv(t)
+	out := t.TempDir()
+	pod := shPod("groups", map[string]string{"app": "id -G > " + out + "/groups; exec sleep 300"}, "app")
+	fsGroup, ownerOnly := int64(2000), int32(0o400)
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &fsGroup, SupplementalGroups: []int64{3000, 3001}}
+	pod.Spec.Volumes = []v1.Volume{
+		{Name: "out", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: out}}},
+		{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+		{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{DefaultMode: &ownerOnly,
+			Items: []v1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "out", MountPath: out}, {Name: "scratch", MountPath: "/scratch"}, {Name: "podinfo", MountPath: "/etc/podinfo"}}
+	e.syncUntilRunning(t, pod)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(out, "groups"))
+		if err != nil || len(b) == 0 {
+			return fmt.Errorf("groups not written yet: %v", err)
+		}
+		if got := strings.Fields(string(b)); !slices.Equal(got, []string{"0", "2000", "3000", "3001"}) {
+			t.Fatalf("id -G = %q, want 0 2000 3000 3001", b)
+		}
+		return nil
+	})
+	for p, want := range map[string]fs.FileMode{ // bits that must be set
+		e.m.emptyDirPath(pod, "scratch"):                         fs.ModeDir | fs.ModeSetgid | 0o070,
+		filepath.Join(e.m.projectedPath(pod, "podinfo"), "name"): 0o040,
+	} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gid := info.Sys().(*syscall.Stat_t).Gid; gid != 2000 || info.Mode()&want != want {
+			t.Errorf("%s: mode %v gid %d, want %v set and gid 2000", p, info.Mode(), gid, want)
+		}
+	}
+	// The group bits are part of what is written: later syncs find the
+	// volume unchanged and do not write it again.
+	before, err := os.Readlink(filepath.Join(e.m.projectedPath(pod, "podinfo"), "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sync(t, pod)
+	e.sync(t, pod)
+	if after, _ := os.Readlink(filepath.Join(e.m.projectedPath(pod, "podinfo"), "..data")); after != before {
+		t.Errorf("the unchanged volume was written again: ..data %s, then %s", before, after)
+	}
+}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -56,6 +57,11 @@ type Agent struct {
 	remote     *remote.Source
 	mux        *mux.Mux
 	metrics    *agentMetrics
+	// labels are the node's labels as last set at run time (nil: the
+	// start-up ones), given again to a restarted sync loop.
+	labels atomic.Pointer[messages.NodeLabelsChanged]
+	// admission is the runtime's admission check (nil: none).
+	admission *runtimeAdmission
 }
 
 // Version is the agent's version, set at build time with
@@ -233,6 +239,7 @@ func (a *Agent) startBus(ctx context.Context) error {
 //	└── <pod uid> … one pod actor per pod
 func (a *Agent) startActors() error {
 	cfg := a.cfg
+	a.admission = newRuntimeAdmission(a.runtimeVer)
 	cache := pleg.NewCache(clock.RealClock{})
 	publisher, err := publish.NewStatusPublisher(publish.StatusConfig{JS: a.conn.JS, NodeName: cfg.NodeName})
 	if err != nil {
@@ -259,6 +266,7 @@ func (a *Agent) startActors() error {
 		Allocatable:    allocatable(cfg.MaxPods),
 		MaxPods:        cfg.MaxPods,
 		ResyncInterval: cfg.SyncFrequency,
+		Admit:          a.admission.admitFunc(),
 		Recorder:       a.recorder,
 		Children: supervisor.Children{
 			PLEG: func() (*actor.Props, error) { return pleg.Props(plegCfg) },
@@ -299,6 +307,9 @@ func (a *Agent) replayOnSupervisorRestart() {
 			return
 		}
 		klog.ErrorS(fmt.Errorf("%v", e.Reason), "Sync loop failed and is restarted; replaying the desired pods")
+		if l := a.labels.Load(); l != nil {
+			a.system.Root.Send(a.actors.Supervisor, &messages.NodeLabelsChanged{Labels: maps.Clone(l.Labels)})
+		}
 		ready, ok := a.mux.Replay()
 		if ok {
 			a.system.Root.Send(a.actors.Supervisor, &ready)
@@ -312,6 +323,7 @@ func (a *Agent) startSources(ctx context.Context) error {
 	root := a.system.Root
 	m := mux.New(func(u messages.PodUpdate) {
 		a.metrics.observeUpdate(u)
+		a.admission.precheck(&u) // disk lookups here, not in the sync loop
 		root.Send(a.actors.Supervisor, &u)
 	})
 	m.SetRecorder(a.recorder)
@@ -490,7 +502,8 @@ func (s *agentSink) PodStatusRemoved(pod *v1.Pod) {
 // SetNodePlacement replaces, at run time, the labels (besides the
 // well-known hostname/os/arch ones) and taints by which fleet pods are
 // placed on this node: waiting fleet pods that now fit start, and
-// untolerated NoExecute taints evict running ones. (The node entry in the
+// untolerated NoExecute taints evict running ones; node pods applied from
+// now on are admitted against the new labels. (The node entry in the
 // nodes bucket keeps the start-up labels and taints.)
 func (a *Agent) SetNodePlacement(labels map[string]string, taints []v1.Taint) {
 	merged := map[string]string{}
@@ -503,4 +516,11 @@ func (a *Agent) SetNodePlacement(labels map[string]string, taints []v1.Taint) {
 		merged[k] = v
 	}
 	a.remote.SetNode(merged, taints)
+	admission := make(map[string]string, len(merged))
+	for k, v := range merged {
+		admission[k] = v
+	}
+	m := &messages.NodeLabelsChanged{Labels: admission}
+	a.labels.Store(m)
+	a.system.Root.Send(a.actors.Supervisor, m)
 }

@@ -241,6 +241,12 @@ func (s *Store) apply(bucket string, e jetstream.KeyValueEntry) {
 			}
 		}
 		ref = Ref{Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name}
+		if old := getScoped(&s.mu, s.configMaps, key); cm != nil && old != nil {
+			if err := validation.ValidateConfigMapUpdate(cm, old); err != nil {
+				klog.ErrorS(err, "Ignoring a change of an immutable ConfigMap written around actorletctl; the node keeps the stored one", "key", e.Key(), "revision", e.Revision())
+				return
+			}
+		}
 		if !setScoped(&s.mu, s.configMaps, key, cm) {
 			klog.ErrorS(nil, "Ignoring ConfigMap: the node keeps at most MaxObjects", "key", e.Key(), "max", MaxObjects)
 			return
@@ -255,6 +261,13 @@ func (s *Store) apply(bucket string, e jetstream.KeyValueEntry) {
 			}
 		}
 		ref = Ref{Kind: "Secret", Namespace: key.Namespace, Name: key.Name}
+		if old := getScoped(&s.mu, s.secrets, key); sec != nil && old != nil {
+			if err := validation.ValidateSecretUpdate(sec, old); err != nil {
+				// The error names fields only, never values.
+				klog.ErrorS(err, "Ignoring a change of an immutable Secret written around actorletctl; the node keeps the stored one", "key", e.Key(), "revision", e.Revision())
+				return
+			}
+		}
 		if !setScoped(&s.mu, s.secrets, key, sec) {
 			klog.ErrorS(nil, "Ignoring Secret: the node keeps at most MaxObjects", "key", e.Key(), "max", MaxObjects)
 			return
@@ -262,6 +275,17 @@ func (s *Store) apply(bucket string, e jetstream.KeyValueEntry) {
 	}
 	klog.V(3).InfoS("Object changed", "kind", ref.Kind, "namespace", ref.Namespace, "name", ref.Name, "deleted", deleted, "fleet", key.Fleet)
 	s.onChange(ref)
+}
+
+// getScoped is the object stored for key's scope, nil when none.
+func getScoped[T any](mu *sync.RWMutex, m map[[2]string]scoped[T], key wire.DesiredKey) *T {
+	mu.RLock()
+	defer mu.RUnlock()
+	cur := m[[2]string{key.Namespace, key.Name}]
+	if key.Fleet {
+		return cur.fleet
+	}
+	return cur.node
 }
 
 // setScoped stores (or, with v nil, removes) the object of key's scope.

@@ -119,6 +119,46 @@ func TestStoreScopesAndUpdates(t *testing.T) {
 	}
 }
 
+// A change of an immutable object written around actorletctl (a raw
+// `nats kv put`) is ignored by the node, as the API server would refuse
+// it; a delete is followed, and the name can then be created anew.
+func TestStoreKeepsImmutableObjects(t *testing.T) {
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
+	conn := bustest.ConnectWithProtocol(t, srv)
+	node := bustest.ConnectNode(t, srv, "n1")
+	key := wire.ObjectFleetKey("default", "frozen")
+	frozen := func(value string) *v1.ConfigMap {
+		c := cm("default", "frozen", value)
+		yes := true
+		c.Immutable = &yes
+		return c
+	}
+	put(t, conn, wire.ConfigMapsBucket, key, frozen("gold"))
+	s, err := Start(context.Background(), node, "n1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	testutil.Until(t, 10*time.Second, "store ready", s.Ready)
+	put(t, conn, wire.ConfigMapsBucket, key, frozen("platinum"))
+	// A later write to another key shows the changed one was seen.
+	put(t, conn, wire.ConfigMapsBucket, wire.ObjectFleetKey("default", "marker"), cm("default", "marker", "m"))
+	testutil.Until(t, 10*time.Second, "marker", func() bool { _, err := s.ConfigMap("default", "marker"); return err == nil })
+	if got, err := s.ConfigMap("default", "frozen"); err != nil || got.Data["k"] != "gold" {
+		t.Fatalf("immutable ConfigMap after a raw change = %v, %v; want the stored gold", got, err)
+	}
+	kv, _ := conn.JS.KeyValue(context.Background(), wire.ConfigMapsBucket)
+	if err := kv.Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Until(t, 10*time.Second, "deleted", func() bool { _, err := s.ConfigMap("default", "frozen"); return apierrors.IsNotFound(err) })
+	put(t, conn, wire.ConfigMapsBucket, key, frozen("platinum"))
+	testutil.Until(t, 10*time.Second, "created anew", func() bool {
+		got, err := s.ConfigMap("default", "frozen")
+		return err == nil && got.Data["k"] == "platinum"
+	})
+}
+
 // A node whose object buckets and consumers are not there yet starts its
 // store anyway; the store picks the objects up once an operator creates
 // them.

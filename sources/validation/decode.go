@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -60,21 +61,31 @@ func DecodePod(data []byte) (*v1.Pod, error) {
 	return pod, nil
 }
 
-// toJSON returns data as JSON. A payload that opens with '{' must be one
-// valid JSON value (YAML parsers would silently drop trailing garbage);
-// anything else is read as exactly one YAML document.
+// toJSON returns data as JSON. A payload that opens with a JSON value
+// must be that one value alone (YAML parsers would silently drop trailing
+// garbage); anything else — flow-style YAML (`{apiVersion: v1, ...}`)
+// included — is read as exactly one YAML document.
 func toJSON(data []byte) ([]byte, error) {
 	trimmed := bytes.TrimSpace(data)
 	if trimmed[0] == '{' {
 		dec := json.NewDecoder(bytes.NewReader(trimmed))
 		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
+		err := dec.Decode(&v)
+		var syntax *json.SyntaxError
+		switch {
+		case err == nil:
+			if len(bytes.TrimSpace(trimmed[dec.InputOffset():])) > 0 {
+				return nil, errors.New("invalid JSON: trailing data after the first value")
+			}
+			return trimmed, nil
+		case !errors.As(err, &syntax):
 			return nil, fmt.Errorf("invalid JSON: %w", err)
 		}
-		if len(bytes.TrimSpace(trimmed[dec.InputOffset():])) > 0 {
-			return nil, errors.New("invalid JSON: trailing data after the first value")
+		// Not JSON: flow-style YAML, which must be one document alone
+		// (the YAML-to-JSON conversion below would drop what follows it).
+		if err := oneYAMLNode(trimmed); err != nil {
+			return nil, err
 		}
-		return trimmed, nil
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var docs [][]byte
@@ -94,4 +105,17 @@ func toJSON(data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("want exactly one YAML document, found %d", len(docs))
 	}
 	return yaml.YAMLToJSON(docs[0])
+}
+
+// oneYAMLNode fails unless data holds exactly one YAML node.
+func oneYAMLNode(data []byte) error {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var n yamlv3.Node
+	if err := dec.Decode(&n); err != nil {
+		return fmt.Errorf("invalid YAML: %w", err)
+	}
+	if err := dec.Decode(&n); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("invalid YAML: trailing data after the first value: %v", err)
+	}
+	return nil
 }

@@ -43,6 +43,10 @@ func TestDecodePod(t *testing.T) {
 		{name: "wrong type", data: `{"metadata":{"name":5}}`, wantErr: "decode pod"},
 		{name: "trailing data", data: `{"metadata":{"name":"a"}} {"x":1}`, wantErr: "trailing data"},
 		{name: "unbalanced json", data: `{"metadata":{"name":"a"}}}`, wantErr: "trailing data"},
+		{name: "flow-style yaml", data: "{apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {containers: [{name: c, image: nginx}]}}\n"},
+		{name: "flow-style yaml with trailing data", data: "{metadata: {name: web}} garbage", wantErr: "trailing data"},
+		{name: "flow-style yaml, two values", data: "{metadata: {name: a}}\n{metadata: {name: b}}", wantErr: "trailing data"},
+		{name: "broken flow-style yaml", data: "{metadata: {name: [a}}", wantErr: "invalid YAML"},
 		{name: "two yaml documents", data: "metadata:\n  name: a\n---\nmetadata:\n  name: b\n", wantErr: "found 2"},
 		{name: "leading document marker", data: "---\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: c\n    image: nginx\n"},
 	}

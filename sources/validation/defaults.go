@@ -11,6 +11,9 @@ import (
 // Defaults the API server would fill in, as the kubelet expects them.
 const (
 	DefaultNamespace = "default"
+	// DefaultServiceAccountName is the service account of a pod that
+	// names none.
+	DefaultServiceAccountName = "default"
 )
 
 // SetDefaults fills in the fields an operator may leave out. It only sets
@@ -37,12 +40,33 @@ func SetDefaults(pod *v1.Pod) {
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = v1.DefaultSchedulerName
 	}
+	defaultServiceAccount(spec)
+	for i := range spec.Volumes {
+		// A volume naming no source is an emptyDir, as the API server has it.
+		if len(setPointerFields(spec.Volumes[i].VolumeSource)) == 0 {
+			spec.Volumes[i].EmptyDir = &v1.EmptyDirVolumeSource{}
+		}
+	}
 	for i := range spec.InitContainers {
 		defaultContainer(&spec.InitContainers[i])
 	}
 	for i := range spec.Containers {
 		defaultContainer(&spec.Containers[i])
 	}
+}
+
+// defaultServiceAccount names the service account as the API server does:
+// the deprecated serviceAccount stands in for an empty serviceAccountName,
+// then "default" (the ServiceAccount admission plugin), and serviceAccount
+// mirrors the result.
+func defaultServiceAccount(spec *v1.PodSpec) {
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
+	}
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = DefaultServiceAccountName
+	}
+	spec.DeprecatedServiceAccount = spec.ServiceAccountName
 }
 
 func defaultContainer(c *v1.Container) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -150,6 +152,73 @@ func ValidateSecret(s *v1.Secret) error {
 		errs[len(errs)-1].Detail = fmt.Sprintf("Secret data is %d bytes, over the limit of %d bytes (1 MiB)", size, MaxObjectDataSize)
 	}
 	return errs.ToAggregate()
+}
+
+// immutableMsg is the API server's word for a change of an immutable object.
+const immutableMsg = "field is immutable when `immutable` is set"
+
+// ValidateConfigMapUpdate checks cm replacing old as the API server does:
+// once old is immutable, immutable stays true and data and binaryData stay
+// as they are (deleting the ConfigMap is the way to change it). The error
+// reads as the API server's: ConfigMap "name" is invalid: data: Forbidden:
+// field is immutable when `immutable` is set.
+func ValidateConfigMapUpdate(cm, old *v1.ConfigMap) error {
+	var errs field.ErrorList
+	if isTrue(old.Immutable) {
+		if !isTrue(cm.Immutable) {
+			errs = append(errs, field.Forbidden(field.NewPath("immutable"), immutableMsg))
+		}
+		if !sameData(cm.Data, old.Data) {
+			errs = append(errs, field.Forbidden(field.NewPath("data"), immutableMsg))
+		}
+		if !sameData(cm.BinaryData, old.BinaryData) {
+			errs = append(errs, field.Forbidden(field.NewPath("binaryData"), immutableMsg))
+		}
+	}
+	return invalid("ConfigMap", cm.Name, errs)
+}
+
+// ValidateSecretUpdate checks s replacing old as the API server does: the
+// type never changes, and once old is immutable, immutable stays true and
+// data stays as it is. The error names fields only, never values.
+func ValidateSecretUpdate(s, old *v1.Secret) error {
+	var errs field.ErrorList
+	if s.Type != old.Type {
+		errs = append(errs, field.Invalid(field.NewPath("type"), s.Type, "field is immutable"))
+	}
+	if isTrue(old.Immutable) {
+		if !isTrue(s.Immutable) {
+			errs = append(errs, field.Forbidden(field.NewPath("immutable"), immutableMsg))
+		}
+		if !sameData(s.Data, old.Data) {
+			errs = append(errs, field.Forbidden(field.NewPath("data"), immutableMsg))
+		}
+	}
+	return invalid("Secret", s.Name, errs)
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// sameData compares two data maps, nil and empty alike.
+func sameData[V string | []byte](a, b map[string]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || string(va) != string(vb) {
+			return false
+		}
+	}
+	return true
+}
+
+// invalid is the API server's Invalid error for kind/name, nil for no errs.
+func invalid(kind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Kind: kind}, name, errs)
 }
 
 func validateObjectMeta(name, namespace string) field.ErrorList {

@@ -15,23 +15,7 @@ import (
 // in the README's table, and every field the table calls rejected must be
 // refused by validation with an error on that field.
 func TestPodSpecFieldsTable(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	begin, end := strings.Index(doc, "<!-- podspec-fields:begin -->"), strings.Index(doc, "<!-- podspec-fields:end -->")
-	if begin < 0 || end < begin {
-		t.Fatal("README.md has no podspec-fields table")
-	}
-	row := regexp.MustCompile("(?m)^\\| `([A-Za-z]+)` \\| (supported|partly|ignored|rejected) \\|")
-	status := map[string]string{}
-	for _, m := range row.FindAllStringSubmatch(doc[begin:end], -1) {
-		if _, dup := status[m[1]]; dup {
-			t.Errorf("field %s has two rows", m[1])
-		}
-		status[m[1]] = m[2]
-	}
+	status := fieldTable(t, "../../README.md", "podspec-fields", "[A-Za-z]+")
 	ty := reflect.TypeOf(v1.PodSpec{})
 	fields := map[string]bool{}
 	for i := range ty.NumField() {
@@ -71,6 +55,201 @@ func TestPodSpecFieldsTable(t *testing.T) {
 	if err := ValidatePod(pod); err == nil || !strings.Contains(err.Error(), "spec.os.name") {
 		t.Errorf("windows: %v", err)
 	}
+}
+
+// TestNestedFieldsTable walks the types below the PodSpec where a field
+// could be silently ignored: every field must have a row in
+// docs/podspec-fields.md, and every rejected one must be refused by
+// validation on its path.
+func TestNestedFieldsTable(t *testing.T) {
+	status := fieldTable(t, "../../docs/podspec-fields.md", "nested-fields", "[A-Za-z]+\\.[A-Za-z]+")
+	fields := map[string]bool{}
+	for _, v := range []any{v1.Container{}, v1.EnvVarSource{}, v1.VolumeMount{}, v1.EmptyDirVolumeSource{}, v1.PodSecurityContext{}, v1.SecurityContext{},
+		v1.VolumeSource{}, v1.VolumeProjection{}} {
+		ty := reflect.TypeOf(v)
+		for i := range ty.NumField() {
+			name := ty.Name() + "." + strings.Split(ty.Field(i).Tag.Get("json"), ",")[0]
+			fields[name] = true
+			if _, ok := status[name]; !ok {
+				t.Errorf("field %s has no row in docs/podspec-fields.md: say whether it is supported, ignored or rejected (and reject it in validation if nothing honours it)", name)
+			}
+		}
+	}
+	if !reflect.DeepEqual(jsonNames(reflect.TypeOf(v1.Container{})), jsonNames(reflect.TypeOf(v1.EphemeralContainerCommon{}))) {
+		t.Error("ephemeral containers' fields differ from containers': give them their own rows")
+	}
+	for name, st := range status {
+		if !fields[name] {
+			t.Errorf("docs/podspec-fields.md lists %s, which is not a walked field", name)
+		}
+		if st != "rejected" {
+			continue
+		}
+		set, ok := nestedRejectedSetters[name]
+		if !ok {
+			set, ok = sourceSetter(name)
+		}
+		if !ok {
+			t.Errorf("rejected field %s: no setter in this test to check validation refuses it", name)
+			continue
+		}
+		pod := fieldsTestPod()
+		want := set(pod)
+		if verr := ValidatePod(pod); verr == nil || !strings.Contains(verr.Error(), want) {
+			t.Errorf("rejected field %s: validation = %v, want an error on %s", name, verr, want)
+		}
+	}
+	// partly-supported fields: the supported values pass, the others are refused.
+	for _, tc := range []struct {
+		name string
+		set  func(*v1.Pod)
+		want string // "" when valid
+	}{
+		{"emptyDir in memory with a size limit", func(p *v1.Pod) {
+			size := resource.MustParse("64Mi")
+			p.Spec.Volumes = []v1.Volume{{Name: "cache", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &size}}}}
+		}, ""},
+		{"recursiveReadOnly IfPossible", func(p *v1.Pod) {
+			mount(p, func(m *v1.VolumeMount) { r := v1.RecursiveReadOnlyIfPossible; m.RecursiveReadOnly = &r })
+		}, ""},
+		{"recursiveReadOnly Enabled", func(p *v1.Pod) {
+			mount(p, func(m *v1.VolumeMount) { r := v1.RecursiveReadOnlyEnabled; m.RecursiveReadOnly = &r })
+		},
+			"spec.containers[0].volumeMounts[0].recursiveReadOnly"},
+		{"mountPropagation None", func(p *v1.Pod) {
+			mount(p, func(m *v1.VolumeMount) { r := v1.MountPropagationNone; m.MountPropagation = &r })
+		}, ""},
+		{"mountPropagation Bidirectional", func(p *v1.Pod) {
+			mount(p, func(m *v1.VolumeMount) { r := v1.MountPropagationBidirectional; m.MountPropagation = &r })
+		}, "spec.containers[0].volumeMounts[0].mountPropagation"},
+		{"supplementalGroupsPolicy Merge", func(p *v1.Pod) { m := v1.SupplementalGroupsPolicyMerge; psc(p).SupplementalGroupsPolicy = &m }, ""},
+		{"supplementalGroupsPolicy Strict", func(p *v1.Pod) { m := v1.SupplementalGroupsPolicyStrict; psc(p).SupplementalGroupsPolicy = &m },
+			"spec.securityContext.supplementalGroupsPolicy"},
+		{"rules on an ephemeral container", func(p *v1.Pod) {
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug", Image: "busybox",
+				RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}}}}
+		}, "spec.ephemeralContainers[0].restartPolicyRules"},
+	} {
+		pod := fieldsTestPod()
+		tc.set(pod)
+		err := ValidatePod(pod)
+		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: validation = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// fieldTable reads the status of each field (rows "| `name` | status |")
+// between the <!-- marker:begin --> and <!-- marker:end --> lines of file;
+// name matches the regexp name.
+func fieldTable(t *testing.T, file, marker, name string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	begin, end := strings.Index(doc, "<!-- "+marker+":begin -->"), strings.Index(doc, "<!-- "+marker+":end -->")
+	if begin < 0 || end < begin {
+		t.Fatalf("%s has no %s table", file, marker)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(" + name + ")` \\| (supported|partly|ignored|rejected) \\|")
+	status := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(doc[begin:end], -1) {
+		if _, dup := status[m[1]]; dup {
+			t.Errorf("field %s has two rows in %s", m[1], file)
+		}
+		status[m[1]] = m[2]
+	}
+	return status
+}
+
+// sourceSetter sets the volume source or projected source name
+// ("VolumeSource.nfs") to its zero value, for the rejected ones.
+func sourceSetter(name string) (func(*v1.Pod) string, bool) {
+	kind, field, _ := strings.Cut(name, ".")
+	set := func(v reflect.Value) bool {
+		for i := range v.NumField() {
+			if strings.Split(v.Type().Field(i).Tag.Get("json"), ",")[0] == field {
+				v.Field(i).Set(reflect.New(v.Field(i).Type().Elem()))
+				return true
+			}
+		}
+		return false
+	}
+	switch kind {
+	case "VolumeSource":
+		return func(p *v1.Pod) string {
+			var src v1.VolumeSource
+			set(reflect.ValueOf(&src).Elem())
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: src}}
+			return "spec.volumes[0]." + field
+		}, true
+	case "VolumeProjection":
+		return func(p *v1.Pod) string {
+			var src v1.VolumeProjection
+			set(reflect.ValueOf(&src).Elem())
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{src}}}}}
+			return "spec.volumes[0].projected.sources[0]." + field
+		}, true
+	}
+	return nil, false
+}
+
+func jsonNames(ty reflect.Type) []string {
+	var out []string
+	for i := range ty.NumField() {
+		out = append(out, strings.Split(ty.Field(i).Tag.Get("json"), ",")[0])
+	}
+	return out
+}
+
+// mount gives the test pod an emptyDir mounted in its container, then
+// edits the mount.
+func mount(p *v1.Pod, edit func(*v1.VolumeMount)) {
+	p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+	m := v1.VolumeMount{Name: "data", MountPath: "/data", ReadOnly: true}
+	edit(&m)
+	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, m)
+}
+
+func psc(p *v1.Pod) *v1.PodSecurityContext {
+	if p.Spec.SecurityContext == nil {
+		p.Spec.SecurityContext = &v1.PodSecurityContext{}
+	}
+	return p.Spec.SecurityContext
+}
+
+// nestedRejectedSetters set a rejected nested field and return the path
+// validation must name.
+var nestedRejectedSetters = map[string]func(*v1.Pod) string{
+	"Container.restartPolicyRules": func(p *v1.Pod) string {
+		p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "busybox", ImagePullPolicy: v1.PullAlways,
+			TerminationMessagePolicy: v1.TerminationMessageReadFile,
+			RestartPolicyRules:       []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}}}
+		return "spec.initContainers[0].restartPolicyRules"
+	},
+	"Container.volumeDevices": func(p *v1.Pod) string {
+		p.Spec.Containers[0].VolumeDevices = []v1.VolumeDevice{{Name: "disk", DevicePath: "/dev/xvda"}}
+		return "spec.containers[0].volumeDevices"
+	},
+	"EnvVarSource.fileKeyRef": func(p *v1.Pod) string {
+		p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "cfg", Path: "env", Key: "A"}}}}
+		return "spec.containers[0].env[0].valueFrom.fileKeyRef"
+	},
+	"VolumeMount.subPathExpr": func(p *v1.Pod) string {
+		mount(p, func(m *v1.VolumeMount) { m.SubPathExpr = "$(POD_NAME)" })
+		return "spec.containers[0].volumeMounts[0].subPathExpr"
+	},
+	"VolumeMount.bindMountOptions": func(p *v1.Pod) string {
+		mount(p, func(m *v1.VolumeMount) { m.BindMountOptions = []string{"nosuid"} })
+		return "spec.containers[0].volumeMounts[0].bindMountOptions"
+	},
+	"EmptyDirVolumeSource.mode": func(p *v1.Pod) string {
+		mode := int32(0o700)
+		p.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Mode: &mode}}}}
+		return "spec.volumes[0].emptyDir.mode"
+	},
 }
 
 func fieldsTestPod() *v1.Pod {

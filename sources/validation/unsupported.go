@@ -1,6 +1,9 @@
 package validation
 
 import (
+	"reflect"
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -56,6 +59,123 @@ func validateUnsupported(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 	// change of resources restarts the container (what RestartContainer
 	// asks for; NotRequired cannot be honoured and restarts too).
 	errs = append(errs, unsupportedNewFields(spec, path)...)
+	errs = append(errs, unsupportedNested(spec, path)...)
+	return errs
+}
+
+// unsupportedNested rejects the fields below the PodSpec that nothing on
+// the node would honour (docs/podspec-fields.md lists every one walked).
+func unsupportedNested(spec *v1.PodSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i := range spec.InitContainers {
+		errs = append(errs, unsupportedInContainer(&spec.InitContainers[i], path.Child("initContainers").Index(i))...)
+	}
+	for i := range spec.Containers {
+		errs = append(errs, unsupportedInContainer(&spec.Containers[i], path.Child("containers").Index(i))...)
+	}
+	for i := range spec.EphemeralContainers {
+		c := v1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
+		errs = append(errs, unsupportedInContainer(&c, path.Child("ephemeralContainers").Index(i))...)
+	}
+	for i := range spec.Volumes {
+		errs = append(errs, unsupportedVolume(&spec.Volumes[i], path.Child("volumes").Index(i))...)
+	}
+	for i, vol := range spec.Volumes {
+		if vol.EmptyDir != nil && vol.EmptyDir.Mode != nil {
+			errs = append(errs, field.Forbidden(path.Child("volumes").Index(i).Child("emptyDir", "mode"),
+				"not supported: an emptyDir is created with mode 0777 (alpha field EmptyDirVolumeMode)"))
+		}
+	}
+	if sc := spec.SecurityContext; sc != nil && sc.SupplementalGroupsPolicy != nil && *sc.SupplementalGroupsPolicy != v1.SupplementalGroupsPolicyMerge {
+		errs = append(errs, field.NotSupported(path.Child("securityContext", "supplementalGroupsPolicy"), *sc.SupplementalGroupsPolicy,
+			[]v1.SupplementalGroupsPolicy{v1.SupplementalGroupsPolicyMerge}))
+	}
+	return errs
+}
+
+// Volume sources and projected volume sources a node sets up itself.
+var (
+	supportedVolumes     = map[string]bool{"hostPath": true, "emptyDir": true, "configMap": true, "secret": true, "downwardAPI": true, "projected": true}
+	supportedProjections = map[string]bool{"configMap": true, "secret": true, "downwardAPI": true}
+)
+
+// unsupportedVolume checks a volume names one source (as the API server)
+// and one the node can set up: no persistent volumes or volume plugins, no
+// service account tokens or trust bundles (there is no API server). A
+// volume type added to the API is refused until it is supported.
+func unsupportedVolume(vol *v1.Volume, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	sources := setPointerFields(vol.VolumeSource)
+	switch {
+	case len(sources) == 0:
+		return append(errs, field.Required(path, "must specify a volume type"))
+	case len(sources) > 1:
+		errs = append(errs, field.Forbidden(path, "may not specify more than 1 volume type"))
+	}
+	for _, name := range sources {
+		if !supportedVolumes[name] {
+			errs = append(errs, field.Forbidden(path.Child(name),
+				"not supported: a node alone sets up hostPath, emptyDir, configMap, secret, downwardAPI and projected volumes (no persistent volumes or volume plugins)"))
+		}
+	}
+	if vol.Projected != nil {
+		for j, src := range vol.Projected.Sources {
+			for _, name := range setPointerFields(src) {
+				if !supportedProjections[name] {
+					errs = append(errs, field.Forbidden(path.Child("projected", "sources").Index(j).Child(name),
+						"not supported: projected volumes take configMap, secret and downwardAPI sources (there is no API server to issue tokens or bundles)"))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// setPointerFields names (by JSON name) the pointer fields of struct v that
+// are set.
+func setPointerFields(v any) []string {
+	rv := reflect.ValueOf(v)
+	var out []string
+	for i := range rv.NumField() {
+		if f := rv.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			out = append(out, strings.Split(rv.Type().Field(i).Tag.Get("json"), ",")[0])
+		}
+	}
+	return out
+}
+
+// unsupportedInContainer: the container fields no runtime path honours.
+func unsupportedInContainer(c *v1.Container, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(c.RestartPolicyRules) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("restartPolicyRules"),
+			"not supported: per-exit-code container restart rules (alpha) are not implemented; the pod's restartPolicy applies"))
+	}
+	if len(c.VolumeDevices) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("volumeDevices"), "not supported: raw block devices need persistent volume claims, which a node alone has not"))
+	}
+	for i, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil {
+			errs = append(errs, field.Forbidden(path.Child("env").Index(i).Child("valueFrom", "fileKeyRef"),
+				"not supported: environment variables from a file in a volume (alpha) are not implemented"))
+		}
+	}
+	for i, m := range c.VolumeMounts {
+		p := path.Child("volumeMounts").Index(i)
+		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+			errs = append(errs, field.NotSupported(p.Child("mountPropagation"), *m.MountPropagation, []v1.MountPropagationMode{v1.MountPropagationNone}))
+		}
+		if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
+			errs = append(errs, field.NotSupported(p.Child("recursiveReadOnly"), *m.RecursiveReadOnly,
+				[]v1.RecursiveReadOnlyMode{v1.RecursiveReadOnlyDisabled, v1.RecursiveReadOnlyIfPossible}))
+		}
+		if m.SubPathExpr != "" {
+			errs = append(errs, field.Forbidden(p.Child("subPathExpr"), "not supported: use subPath"))
+		}
+		if len(m.BindMountOptions) > 0 {
+			errs = append(errs, field.Forbidden(p.Child("bindMountOptions"), "not supported (alpha)"))
+		}
+	}
 	return errs
 }
 

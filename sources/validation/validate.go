@@ -78,6 +78,7 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, "must be > 0"))
 	}
 	errs = append(errs, validateUnsupported(spec, path)...)
+	errs = append(errs, validateGroups(spec.SecurityContext, path.Child("securityContext"))...)
 
 	volumes := sets.New[string]()
 	for i, vol := range spec.Volumes {
@@ -109,6 +110,35 @@ func validateSpec(spec *v1.PodSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, validateContainer(c, p, names, volumes)...)
 		if c.RestartPolicy != nil {
 			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "only init containers may set a restartPolicy"))
+		}
+	}
+	return errs
+}
+
+// MaxSupplementalGroups bounds a pod's supplementalGroups, fsGroup
+// included (the process runtime's limit; NGROUPS_MAX is 65536).
+const MaxSupplementalGroups = 64
+
+// validateGroups checks the pod's group IDs as the API server does (0 to
+// 2^31-1) and bounds their count.
+func validateGroups(sc *v1.PodSecurityContext, path *field.Path) field.ErrorList {
+	if sc == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	n := len(sc.SupplementalGroups)
+	if sc.FSGroup != nil {
+		n++
+		for _, msg := range utilvalidation.IsValidGroupID(*sc.FSGroup) {
+			errs = append(errs, field.Invalid(path.Child("fsGroup"), *sc.FSGroup, msg))
+		}
+	}
+	if n > MaxSupplementalGroups {
+		return append(errs, field.TooMany(path.Child("supplementalGroups"), n, MaxSupplementalGroups))
+	}
+	for i, g := range sc.SupplementalGroups {
+		for _, msg := range utilvalidation.IsValidGroupID(g) {
+			errs = append(errs, field.Invalid(path.Child("supplementalGroups").Index(i), g, msg))
 		}
 	}
 	return errs

@@ -46,6 +46,29 @@ func TestValidatePod(t *testing.T) {
 		{name: "image required", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Image = "" }, want: []string{"spec.containers[0].image: Required value"}},
 		{name: "image whitespace", mutate: func(p *v1.Pod) { p.Spec.InitContainers[0].Image = " busybox" }, want: []string{"spec.initContainers[0].image: Invalid value"}},
 		{name: "restart policy", mutate: func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, want: []string{"spec.restartPolicy: Unsupported value"}},
+		{name: "two volume sources", mutate: func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}, HostPath: &v1.HostPathVolumeSource{Path: "/x"}}}}
+		}, want: []string{"spec.volumes[0]: Forbidden: may not specify more than 1 volume type"}},
+		{name: "persistent volume claim", mutate: func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		}, want: []string{"spec.volumes[0].persistentVolumeClaim: Forbidden: not supported"}},
+		{name: "service account token", mutate: func(p *v1.Pod) {
+			p.Spec.Volumes = []v1.Volume{{Name: "token", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+				{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}},
+				{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}}}
+		}, want: []string{"spec.volumes[0].projected.sources[1].serviceAccountToken: Forbidden: not supported"}},
+		{name: "groups", mutate: func(p *v1.Pod) {
+			g := int64(2000)
+			p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &g, SupplementalGroups: []int64{3000, 3001}}
+		}},
+		{name: "negative groups", mutate: func(p *v1.Pod) {
+			g := int64(-1)
+			p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &g, SupplementalGroups: []int64{1 << 31}}
+		}, want: []string{"spec.securityContext.fsGroup: Invalid value: -1", "spec.securityContext.supplementalGroups[0]: Invalid value: 2147483648"}},
+		{name: "too many groups", mutate: func(p *v1.Pod) {
+			g := int64(1)
+			p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &g, SupplementalGroups: make([]int64, MaxSupplementalGroups)}
+		}, want: []string{"spec.securityContext.supplementalGroups: Too many: 65: must have at most 64 items"}},
 		{name: "requests above limits", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("2")
 		}, want: []string{"spec.containers[0].resources.requests[cpu]: Invalid value", "limit of 1"}},
@@ -134,10 +157,41 @@ func TestSetDefaults(t *testing.T) {
 		{"probe failure threshold", c.LivenessProbe.FailureThreshold, int32(3)},
 		{"explicit success threshold kept", c.ReadinessProbe.SuccessThreshold, int32(3)},
 		{"http scheme", c.LivenessProbe.HTTPGet.Scheme, v1.URISchemeHTTP},
+		{"serviceAccountName", pod.Spec.ServiceAccountName, "default"},
+		{"serviceAccount mirrored", pod.Spec.DeprecatedServiceAccount, "default"},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
 			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestSetDefaultsVolumeWithoutSource(t *testing.T) {
+	pod := validPod()
+	pod.Spec.Volumes = []v1.Volume{{Name: "scratch"}}
+	SetDefaults(pod)
+	if pod.Spec.Volumes[0].EmptyDir == nil {
+		t.Fatalf("a volume naming no source: %+v, want an emptyDir", pod.Spec.Volumes[0])
+	}
+	if err := ValidatePod(pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSetDefaultsServiceAccount(t *testing.T) {
+	for _, tt := range []struct{ name, deprecated, want string }{
+		{"", "", "default"},
+		{"builder", "", "builder"},
+		{"", "legacy", "legacy"},
+		{"builder", "legacy", "builder"},
+	} {
+		pod := validPod()
+		pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = tt.name, tt.deprecated
+		SetDefaults(pod)
+		if pod.Spec.ServiceAccountName != tt.want || pod.Spec.DeprecatedServiceAccount != tt.want {
+			t.Errorf("serviceAccountName %q, serviceAccount %q: defaulted to %q and %q, want %q for both",
+				tt.name, tt.deprecated, pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount, tt.want)
 		}
 	}
 }

@@ -32,6 +32,7 @@ func TestFleet(t *testing.T) {
 		{"PodLifecycleFields", testPodLifecycleFields},
 		{"Debug", testDebug},
 		{"KubectlForms", testKubectlForms},
+		{"Admission", testAdmission},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

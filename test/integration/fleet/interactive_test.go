@@ -141,10 +141,10 @@ spec:
 
 	t.Run("debug -i without a command fails at once", func(t *testing.T) {
 		// The process runtime has no image entrypoint: the container
-		// cannot start, and debug says so with its progress instead of
-		// waiting its two minutes out.
+		// cannot start, and debug says so at once (refused before it is
+		// written) instead of waiting its two minutes out.
 		r := f.ctl(t, "debug", "int-shell", "--image", "busybox", "-i", "-c", "nocmd")
-		if r.code != 1 || !strings.Contains(r.stderr, "debug container nocmd cannot start") || !strings.Contains(r.stderr, "pod/int-shell: container nocmd: ") {
+		if r.code != 1 || !strings.Contains(r.stderr, "debug container nocmd") || !strings.Contains(r.stderr, "command") {
 			t.Fatalf("debug -i without a command: %s", r)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -96,6 +97,23 @@ func testDebug(t *testing.T, f *fleet) {
 	}
 	if r := f.ctl(t, "debug", "app", "--image", "busybox", "-c", "app", "--node", n.name); r.code == 0 || !strings.Contains(r.stderr, "Duplicate value") {
 		t.Errorf("a debug container named like the app: %s", r)
+	}
+	// kubectl debug -it --image busybox with no command: the process
+	// runtime has no image entrypoint, said at once, nothing written.
+	r := f.ctl(t, "debug", "app", "--image", "busybox", "-it", "-c", "nocmd", "--node", n.name)
+	if r.code == 0 || !strings.Contains(r.stderr, "debug container nocmd") || !strings.Contains(r.stderr, "spec.ephemeralContainers[1].command: Required value") ||
+		!strings.Contains(r.stderr, "--container-runtime-endpoint") || strings.Contains(r.stderr, "Waiting for container") {
+		t.Errorf("debug without a command: %s", r)
+	}
+	t.Logf("debug without a command failed after %s", r.took.Round(time.Millisecond))
+	// A debug session's exit code is ours.
+	if r := f.ctl(t, "debug", "app", "--image", "busybox:1.36", "-i", "-c", "exit5", "--node", n.name, "--", "sh", "-c", "sleep 1; exit 5"); r.code != 5 {
+		t.Errorf("debug session ending with exit 5: %s", r)
+	}
+	for _, e := range f.getPod(t, n.name, "default", "app").Spec.EphemeralContainers {
+		if e.Name == "nocmd" {
+			t.Error("the debug container without a command was written")
+		}
 	}
 	f.ctl(t, "delete", "pod", "app", "--node", n.name, "--now")
 }
