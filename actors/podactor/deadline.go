@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/seconds"
 )
 
 // activeDeadlineSeconds, as the kubelet's active deadline handler: a pod
@@ -76,7 +77,7 @@ func (a *podActor) armDeadline(ctx actor.Context) {
 	if since.IsZero() {
 		return
 	}
-	at := since.Add(time.Duration(*a.pod.Spec.ActiveDeadlineSeconds) * time.Second)
+	at := since.Add(seconds.Duration(*a.pod.Spec.ActiveDeadlineSeconds))
 	if at.Equal(a.deadline.at) {
 		return
 	}
