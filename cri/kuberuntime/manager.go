@@ -66,6 +66,12 @@ type Options struct {
 	// Objects gives the ConfigMaps and Secrets that env and volumes
 	// reference; nil: pods that use them fail to start with a clear error.
 	Objects volume.Objects
+	// DenyEphemeralContainers refuses debug (ephemeral) containers, as the
+	// node refuses exec (actorlet --allow-exec=false): an ephemeral
+	// container runs a command of the operator's choice in the pod, as exec
+	// does. The container waits with reason Forbidden and a 403-style
+	// message; a Warning event says so once.
+	DenyEphemeralContainers bool
 }
 
 // Manager drives one runtime for all pods of the node. It is safe for

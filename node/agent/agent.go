@@ -164,6 +164,8 @@ func (a *Agent) start(ctx context.Context) error {
 		Recorder:    a.recorder,
 		Allocatable: allocatable(cfg.MaxPods),
 		Objects:     store,
+		// A debug container runs the operator's command as exec does.
+		DenyEphemeralContainers: !cfg.AllowExec,
 	})
 	if err := a.startActors(); err != nil {
 		return err
