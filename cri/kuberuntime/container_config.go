@@ -1,7 +1,9 @@
 package kuberuntime
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,13 +166,23 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 			if m.opts.PodsDir == "" {
 				return nil, fmt.Errorf("%s: emptyDir volume %q needs the manager's PodsDir", field, vm.Name)
 			}
+			if _, err := m.ensurePodDir(pod, "volumes", "emptydir"); err != nil {
+				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+			}
 			host = m.emptyDirPath(pod, vm.Name)
-			if err := os.MkdirAll(host, 0o777); err != nil {
+			if err := os.Mkdir(host, sharedDirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+			}
+			uid, known := volumeUser(pod, vm.Name)
+			if _, err := setOwnerMode(host, uid, known, ownedDirMode, sharedDirMode); err != nil {
 				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
 			}
 		case isProjected(vol):
 			if m.opts.PodsDir == "" {
 				return nil, fmt.Errorf("%s: volume %q needs the manager's PodsDir", field, vm.Name)
+			}
+			if _, err := m.ensurePodDir(pod, "volumes", "projected"); err != nil {
+				return nil, fmt.Errorf("%s: %w", field, err)
 			}
 			if err := m.writeProjectedVolume(pod, vol); err != nil {
 				return nil, fmt.Errorf("%s: %w", field, err)
@@ -185,7 +197,13 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 			}
 			host = filepath.Join(host, vm.SubPath)
 			if vol.EmptyDir != nil {
-				if err := os.MkdirAll(host, 0o777); err != nil {
+				// Inside the emptyDir, with its mode: a subPath of a volume
+				// everyone in the pod may write is writable by them too.
+				fi, err := os.Stat(m.emptyDirPath(pod, vm.Name))
+				if err != nil {
+					return nil, fmt.Errorf("%s: create subPath: %w", field, err)
+				}
+				if err := os.MkdirAll(host, fi.Mode().Perm()); err != nil {
 					return nil, fmt.Errorf("%s: create subPath: %w", field, err)
 				}
 			}

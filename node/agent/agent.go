@@ -130,6 +130,12 @@ func (a *Agent) start(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	// Pods' volumes (Secrets among them) live under <root>/pods: the
+	// agent's user only, as the kubelet keeps /var/lib/kubelet/pods, and
+	// whatever the umask or the mode an older agent left.
+	if err := os.Chmod(filepath.Join(cfg.RootDir, "pods"), 0o750); err != nil {
+		return fmt.Errorf("pods directory: %w", err)
+	}
 	if a.cfg.NodeIP == "" {
 		a.cfg.NodeIP = firstHostIP()
 	}
