@@ -23,6 +23,10 @@ type Config struct {
 	Clock clock.WithTicker
 	// Recorder, optional, receives Unhealthy and ProbeWarning events.
 	Recorder Recorder
+	// Redact, optional, removes the Secret values pod can hold from a
+	// probe's output and error before they reach an event, a log line or
+	// the status (kuberuntime.Manager.Redact). It must not block.
+	Redact func(pod *v1.Pod, s string) string
 }
 
 func (c Config) withDefaults() Config {

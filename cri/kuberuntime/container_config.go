@@ -31,9 +31,10 @@ func containerLogPath(name string, restartCount int) string {
 // restartCount-th instance. podIPs feed status.podIP env references.
 func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	budget := newEnvBudget()
-	var skipped []string
+	var skipped, secrets []string
 	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP, allocatable: m.opts.Allocatable,
-		container: c.Name, objects: m.opts.Objects, skipped: &skipped}, budget)
+		container: c.Name, objects: m.opts.Objects, skipped: &skipped, secrets: &secrets}, budget)
+	m.secrets.add(pod.UID, secrets)
 	if err != nil {
 		return nil, err
 	}

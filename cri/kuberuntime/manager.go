@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -84,6 +85,7 @@ type Manager struct {
 	imageBackOff   *backOff
 	reasons        *reasonCache
 	messages       messageCache // termination messages of exited containers
+	secrets        secretValues // Secret values containers were started with (redact.go)
 
 	mu          sync.Mutex
 	runtimeName string
@@ -133,6 +135,7 @@ func (m *Manager) forgetPod(uid types.UID) {
 	m.restartBackOff.forgetPod(uid)
 	m.imageBackOff.forgetPod(uid)
 	m.reasons.forgetPod(uid)
+	m.secrets.forget(uid)
 }
 
 // event emits a pod event if a recorder is configured.
@@ -140,7 +143,9 @@ func (m *Manager) event(pod *v1.Pod, eventType, reason, format string, args ...a
 	if m.opts.Recorder == nil || pod == nil {
 		return
 	}
-	m.opts.Recorder.Eventf(pod, eventType, reason, format, args...)
+	// Runtime errors and hook output quote commands and what they print:
+	// a Secret expanded into them never reaches an event.
+	m.opts.Recorder.Eventf(pod, eventType, reason, "%s", m.Redact(pod, fmt.Sprintf(format, args...)))
 }
 
 // runtimeNameFor returns the runtime's name for container IDs

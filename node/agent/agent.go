@@ -271,7 +271,7 @@ func (a *Agent) startActors() error {
 		Children: supervisor.Children{
 			PLEG: func() (*actor.Props, error) { return pleg.Props(plegCfg) },
 			Prober: func() (*actor.Props, error) {
-				return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder})
+				return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder, Redact: a.manager.Redact})
 			},
 			Status: func() (*actor.Props, error) { return status.Props(statusCfg) },
 		},
