@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -21,9 +22,19 @@ const (
 	DefaultMaxSize         = 10 << 20
 	DefaultMaxFiles        = 5
 	DefaultMonitorInterval = 10 * time.Second
+	// SizeCheckInterval is how often the logs of the containers the last
+	// pass found are measured again between passes (a stat each, no
+	// runtime call): a file outgrows MaxSize by at most what its container
+	// writes in about this long, not in a whole monitor interval (a
+	// container writing 14 MB/s made 138 MB files of a 10Mi limit).
+	SizeCheckInterval = time.Second
 	// timestampFormat names rotated files (<path>.20060102-150405).
 	timestampFormat = "20060102-150405"
 )
+
+// errRotatedThisSecond: the log was rotated less than a second ago (the
+// rotated file's name holds the second); the next check does it.
+var errRotatedThisSecond = errors.New("rotated this second already")
 
 // Runtime is what rotation needs from the container runtime.
 type Runtime interface {
@@ -58,6 +69,9 @@ type Manager struct {
 	policy   Policy
 	interval time.Duration
 	clock    clock.WithTicker
+
+	mu    sync.Mutex
+	known map[string]string // running container ID → log path, from the last pass
 }
 
 // NewManager returns a manager; Run starts it.
@@ -74,22 +88,62 @@ func NewManager(rt Runtime, policy Policy, interval time.Duration, clk clock.Wit
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Manager{rt: rt, policy: policy, interval: interval, clock: clk}, nil
+	return &Manager{rt: rt, policy: policy, interval: interval, clock: clk, known: map[string]string{}}, nil
 }
 
-// Run rotates logs every interval until ctx ends.
+// Run rotates logs every interval until ctx ends, and in between checks
+// the sizes of the logs it knows every SizeCheckInterval.
 func (m *Manager) Run(ctx context.Context) {
 	t := m.clock.NewTicker(m.interval)
 	defer t.Stop()
+	sizes := m.clock.NewTicker(min(SizeCheckInterval, m.interval))
+	defer sizes.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-sizes.C():
+			m.CheckSizes(ctx)
+			continue
 		case <-t.C():
 		}
 		if err := m.RotateLogs(ctx); err != nil && ctx.Err() == nil {
 			klog.ErrorS(err, "Failed to rotate container logs")
 		}
+	}
+}
+
+// CheckSizes rotates the logs of the containers the last RotateLogs pass
+// found running that reached MaxSize, with no runtime call but the
+// rotation's own reopen. A container whose log cannot be rotated (gone,
+// say) is forgotten until the next pass finds it again; one rotated less
+// than a second ago is rotated at the next check.
+func (m *Manager) CheckSizes(ctx context.Context) {
+	m.mu.Lock()
+	known := make(map[string]string, len(m.known))
+	for id, p := range m.known {
+		known[id] = p
+	}
+	m.mu.Unlock()
+	for id, path := range known {
+		if ctx.Err() != nil {
+			return
+		}
+		info, err := os.Stat(path)
+		if err != nil || info.Size() < m.policy.MaxSize {
+			continue
+		}
+		if err := m.rotateLog(ctx, id, path); err != nil {
+			if errors.Is(err, errRotatedThisSecond) {
+				continue
+			}
+			klog.ErrorS(err, "Failed to rotate container log", "containerID", id, "path", path)
+			m.mu.Lock()
+			delete(m.known, id)
+			m.mu.Unlock()
+			continue
+		}
+		klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
 	}
 }
 
@@ -102,6 +156,12 @@ func (m *Manager) RotateLogs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
+	known := map[string]string{}
+	defer func() {
+		m.mu.Lock()
+		m.known = known
+		m.mu.Unlock()
+	}()
 	for _, c := range containers {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -119,6 +179,7 @@ func (m *Manager) RotateLogs(ctx context.Context) error {
 		if path == "" {
 			continue
 		}
+		known[id] = path
 		info, err := os.Stat(path)
 		if errors.Is(err, os.ErrNotExist) {
 			// A rotation whose reopen failed may have left no current
@@ -258,7 +319,7 @@ func (m *Manager) rotateLatest(ctx context.Context, id, path string) error {
 	rotated := path + "." + m.clock.Now().Format(timestampFormat)
 	if _, err := os.Stat(rotated); err == nil {
 		// Rotated already this second (a tiny MaxSize): never overwrite.
-		return fmt.Errorf("rotate %s: %s exists, retrying at the next round", path, rotated)
+		return fmt.Errorf("rotate %s: %s exists, retrying at the next round: %w", path, rotated, errRotatedThisSecond)
 	}
 	if err := os.Rename(path, rotated); err != nil {
 		return fmt.Errorf("rename %s: %w", path, err)

@@ -143,3 +143,80 @@ func TestPolicyValidate(t *testing.T) {
 		t.Errorf("defaults: %v", err)
 	}
 }
+
+// Between two passes (the monitor interval, 10 s by default) the sizes of
+// the logs the last pass found are checked every SizeCheckInterval: a
+// chatty container's log is rotated within a second of reaching MaxSize,
+// not up to a whole interval later (a 10Mi limit gave files of 138 MB).
+func TestSizeCheckedBetweenPasses(t *testing.T) {
+	c, logDir := startRuntime(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sbCfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "fast", Namespace: "default", Uid: "u-fast"},
+		LogDirectory: logDir,
+	}
+	sb, err := c.RunPodSandbox(ctx, sbCfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "chatty"},
+		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
+		Command:  []string{"sh", "-c", "i=0; while true; do echo line$i; i=$((i+1)); done"},
+		LogPath:  "chatty/0.log",
+	}
+	if _, err := c.PullImage(ctx, cfg.Image, nil, sbCfg); err != nil {
+		t.Fatal(err)
+	}
+	id, err := c.CreateContainer(ctx, sb, cfg, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
+	path := filepath.Join(logDir, "chatty", "0.log")
+
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const maxSize = 64 << 10
+	m, err := crilogs.NewManager(c, crilogs.Policy{MaxSize: maxSize, MaxFiles: 4}, crilogs.DefaultMonitorInterval, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testutil.Until(t, 5*time.Second, "the manager's tickers", clk.HasWaiters)
+	clk.Step(crilogs.DefaultMonitorInterval) // the first pass finds the container
+	rotatedCount := func() int {
+		r, err := crilogs.RotatedFiles(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r)
+	}
+	// Let the pass finish, then let the file outgrow MaxSize again.
+	time.Sleep(100 * time.Millisecond)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if info, err := os.Stat(path); err != nil || info.Size() < maxSize {
+			return fmt.Errorf("log below %d bytes", maxSize)
+		}
+		return nil
+	})
+	before := rotatedCount()
+	// Less than a monitor interval passes: only the size check can rotate.
+	for step := 0; step < 5; step++ {
+		clk.Step(crilogs.SizeCheckInterval)
+		rotated := false
+		for i := 0; i < 40 && !rotated; i++ {
+			time.Sleep(50 * time.Millisecond)
+			rotated = rotatedCount() > before
+		}
+		if rotated {
+			return
+		}
+	}
+	t.Fatalf("the log reached %d bytes and was not rotated within 5 size checks (%d rotated files)", maxSize, rotatedCount())
+}
