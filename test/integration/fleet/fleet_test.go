@@ -31,6 +31,7 @@ func TestFleet(t *testing.T) {
 		{"Examples", testExamples},
 		{"PodLifecycleFields", testPodLifecycleFields},
 		{"Debug", testDebug},
+		{"DebugRefusedWithoutExec", testDebugRefusedWithoutExec},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
