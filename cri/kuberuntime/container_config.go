@@ -196,18 +196,14 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 			if filepath.IsAbs(vm.SubPath) || !filepath.IsLocal(vm.SubPath) {
 				return nil, fmt.Errorf("%s.subPath %q: must be a relative path inside the volume", field, vm.SubPath)
 			}
-			host = filepath.Join(host, vm.SubPath)
 			if vol.EmptyDir != nil {
-				// Inside the emptyDir, with its mode: a subPath of a volume
-				// everyone in the pod may write is writable by them too.
-				fi, err := os.Stat(m.emptyDirPath(pod, vm.Name))
-				if err != nil {
-					return nil, fmt.Errorf("%s: create subPath: %w", field, err)
-				}
-				if err := os.MkdirAll(host, fi.Mode().Perm()); err != nil {
+				// Inside the emptyDir, owned and moded as it is.
+				uid, known := volumeUser(pod, vm.Name)
+				if err := mkdirInside(host, vm.SubPath, uid, known); err != nil {
 					return nil, fmt.Errorf("%s: create subPath: %w", field, err)
 				}
 			}
+			host = filepath.Join(host, vm.SubPath)
 		}
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,

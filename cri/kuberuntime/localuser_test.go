@@ -127,3 +127,25 @@ func TestIntegrationPodFilesUnreachableByOtherUsers(t *testing.T) {
 		})
 	}
 }
+
+// A subPath is created inside its emptyDir only: a symlink a container
+// left there (pointing at /etc, say) is refused, never followed.
+func TestSubPathRefusesSymlinks(t *testing.T) {
+	testutil.Umask(t, 0)
+	base, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(base, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkdirInside(base, "a/b", 0, false); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("mkdirInside through a symlink: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "b")); err == nil {
+		t.Fatal("created a directory through the symlink")
+	}
+	if err := mkdirInside(base, "x/y", int64(os.Geteuid()), true); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(base, "x", "y")); err != nil || fi.Mode().Perm() != ownedDirMode {
+		t.Errorf("x/y: %v %v, want %v whatever the umask", fi, err, ownedDirMode)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -116,6 +117,33 @@ func allContainers(pod *v1.Pod) []*v1.Container {
 		out = append(out, ephemeralContainer(&pod.Spec.EphemeralContainers[i]))
 	}
 	return out
+}
+
+// mkdirInside creates the directories of rel (a local path) below base
+// that do not exist, each owned and moded as an emptyDir (setOwnerMode),
+// whatever the umask. It refuses to go through anything but a directory:
+// a container could have put a symlink there to make the agent create
+// directories elsewhere.
+func mkdirInside(base, rel string, uid int64, known bool) error {
+	dir := base
+	for _, part := range strings.Split(filepath.Clean(rel), string(filepath.Separator)) {
+		dir = filepath.Join(dir, part)
+		fi, err := os.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return err
+			}
+			if _, err := setOwnerMode(dir, uid, known, ownedDirMode, sharedDirMode); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case !fi.IsDir():
+			return fmt.Errorf("%s is not a directory (%v)", dir, fi.Mode().Type())
+		}
+	}
+	return nil
 }
 
 // setOwnerMode gives path to uid with owned when the user is known and can
