@@ -34,21 +34,20 @@ func startRuntime(t *testing.T) (*cri.Client, string) {
 	return c, filepath.Join(dir, "logs")
 }
 
-// TestRotationWithProcessRuntime: a chatty container's log is rotated
-// whenever it reaches MaxSize: never more than MaxFiles files, the older
-// rotated ones compressed, and a tail across them sees every line in order.
-func TestRotationWithProcessRuntime(t *testing.T) {
-	c, logDir := startRuntime(t)
+// startChatty runs, in a new sandbox, a container that logs ~60-byte
+// records as fast as it can (about 2,000 lines a second), and returns its
+// ID and log path.
+func startChatty(t *testing.T, c *cri.Client, logDir, sandbox string) (string, string) {
+	t.Helper()
 	ctx := context.Background()
 	sbCfg := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "rot", Namespace: "default", Uid: "u-rot"},
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: sandbox, Namespace: "default", Uid: "u-" + sandbox},
 		LogDirectory: logDir,
 	}
 	sb, err := c.RunPodSandbox(ctx, sbCfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// ~60 bytes per record: 2,000 lines a second.
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "chatty"},
 		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
@@ -65,7 +64,16 @@ func TestRotationWithProcessRuntime(t *testing.T) {
 	if err := c.StartContainer(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(logDir, "chatty", "0.log")
+	return id, filepath.Join(logDir, "chatty", "0.log")
+}
+
+// TestRotationWithProcessRuntime: a chatty container's log is rotated
+// whenever it reaches MaxSize: never more than MaxFiles files, the older
+// rotated ones compressed, and a tail across them sees every line in order.
+func TestRotationWithProcessRuntime(t *testing.T) {
+	c, logDir := startRuntime(t)
+	ctx := context.Background()
+	id, path := startChatty(t, c, logDir, "rot")
 
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const maxSize, maxFiles = 64 << 10, 4
@@ -152,32 +160,8 @@ func TestSizeCheckedBetweenPasses(t *testing.T) {
 	c, logDir := startRuntime(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sbCfg := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "fast", Namespace: "default", Uid: "u-fast"},
-		LogDirectory: logDir,
-	}
-	sb, err := c.RunPodSandbox(ctx, sbCfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "chatty"},
-		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
-		Command:  []string{"sh", "-c", "i=0; while true; do echo line$i; i=$((i+1)); done"},
-		LogPath:  "chatty/0.log",
-	}
-	if _, err := c.PullImage(ctx, cfg.Image, nil, sbCfg); err != nil {
-		t.Fatal(err)
-	}
-	id, err := c.CreateContainer(ctx, sb, cfg, sbCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.StartContainer(ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	id, path := startChatty(t, c, logDir, "fast")
 	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
-	path := filepath.Join(logDir, "chatty", "0.log")
 
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const maxSize = 64 << 10
