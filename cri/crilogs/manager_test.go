@@ -199,8 +199,30 @@ func TestSizeCheckedBetweenPasses(t *testing.T) {
 			rotated = rotatedCount() > before
 		}
 		if rotated {
-			return
+			break
+		}
+		if step == 4 {
+			t.Fatalf("the log reached %d bytes and was not rotated within 5 size checks (%d rotated files)", maxSize, rotatedCount())
 		}
 	}
-	t.Fatalf("the log reached %d bytes and was not rotated within 5 size checks (%d rotated files)", maxSize, rotatedCount())
+	// More rotations: the older files are compressed in the background
+	// (never on the rotation's path), the two newest stay plain, and the
+	// log keeps at most MaxFiles files once things settle.
+	testutil.Eventually(t, 30*time.Second, func() error {
+		clk.Step(crilogs.SizeCheckInterval)
+		rotated, err := crilogs.RotatedFiles(path)
+		if err != nil {
+			return err
+		}
+		gz := 0
+		for _, r := range rotated {
+			if strings.HasSuffix(r, ".gz") {
+				gz++
+			}
+		}
+		if gz == 0 || len(rotated)+1 > 4 || strings.HasSuffix(rotated[len(rotated)-1], ".gz") || strings.HasSuffix(rotated[len(rotated)-2], ".gz") {
+			return fmt.Errorf("rotated files %v: want some compressed, the newest two plain, at most 4 files", rotated)
+		}
+		return nil
+	})
 }
