@@ -163,11 +163,7 @@ func (m *Manager) CheckSizes(ctx context.Context) {
 	known := m.known
 	m.mu.Unlock()
 	next := make(map[string]string, len(containers))
-	defer func() {
-		m.mu.Lock()
-		m.known = next
-		m.mu.Unlock()
-	}()
+	defer m.setKnown(next)
 	for _, c := range containers {
 		if ctx.Err() != nil {
 			return
@@ -182,18 +178,32 @@ func (m *Manager) CheckSizes(ctx context.Context) {
 			path = resp.GetStatus().GetLogPath()
 		}
 		next[id] = path
-		info, err := os.Stat(path)
-		if err != nil || info.Size() < m.policy.MaxSize {
-			continue // a missing file is the full pass's to reopen
-		}
-		if err := m.rotateLog(ctx, id, path); err != nil {
-			if !errors.Is(err, errRotatedThisSecond) {
-				klog.ErrorS(err, "Failed to rotate container log", "containerID", id, "path", path)
-			}
-			continue
-		}
-		klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
+		m.rotateIfFull(ctx, id, path)
 	}
+}
+
+// setKnown records the running containers' log paths a pass found.
+func (m *Manager) setKnown(known map[string]string) {
+	m.mu.Lock()
+	m.known = known
+	m.mu.Unlock()
+}
+
+// rotateIfFull rotates path when it reached MaxSize (a missing file is
+// the full pass's to reopen; one rotated less than a second ago is
+// rotated at the next check).
+func (m *Manager) rotateIfFull(ctx context.Context, id, path string) {
+	info, err := os.Stat(path)
+	if err != nil || info.Size() < m.policy.MaxSize {
+		return
+	}
+	if err := m.rotateLog(ctx, id, path); err != nil {
+		if !errors.Is(err, errRotatedThisSecond) {
+			klog.ErrorS(err, "Failed to rotate container log", "containerID", id, "path", path)
+		}
+		return
+	}
+	klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
 }
 
 // checkKnown rotates the logs of the containers the last check found that
@@ -206,13 +216,7 @@ func (m *Manager) checkKnown(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if info, err := os.Stat(path); err == nil && info.Size() >= m.policy.MaxSize {
-			if err := m.rotateLog(ctx, id, path); err != nil && !errors.Is(err, errRotatedThisSecond) {
-				klog.ErrorS(err, "Failed to rotate container log", "containerID", id, "path", path)
-			} else if err == nil {
-				klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
-			}
-		}
+		m.rotateIfFull(ctx, id, path)
 	}
 }
 
@@ -226,11 +230,7 @@ func (m *Manager) RotateLogs(ctx context.Context) error {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	known := map[string]string{}
-	defer func() {
-		m.mu.Lock()
-		m.known = known
-		m.mu.Unlock()
-	}()
+	defer m.setKnown(known)
 	for _, c := range containers {
 		if ctx.Err() != nil {
 			return ctx.Err()
