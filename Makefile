@@ -7,7 +7,7 @@ ARGS     ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test e2e bench lint clean
+.PHONY: help build run test fuzz e2e bench lint clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-8s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,6 +22,22 @@ run: build ## Run a node on embedded defaults (embedded NATS, process runtime) u
 
 test: ## Run the unit and integration tests with the race detector
 	$(GO) test -race -count=1 -timeout 9m ./...
+
+# FUZZ_TARGETS: package:FuzzTarget for every decoder of outside input
+# (go test -fuzz takes one target per invocation).
+FUZZTIME     ?= 10s
+FUZZ_TARGETS := ./sources/validation:FuzzDecodePod ./sources/validation:FuzzDecodeObjects \
+	./sources/file:FuzzStaticPod ./cmd/actorletctl:FuzzSplitManifests \
+	./node/commands:FuzzCommandRequest ./node/commands:FuzzParseCRILogLine \
+	./messages/wire:FuzzDesiredKey ./messages/wire:FuzzNameEncoding \
+	./cri/crilogs:FuzzTail ./cri/volume:FuzzWritePaths
+
+fuzz: ## Run each fuzz target for FUZZTIME (10s; longer by hand: make fuzz FUZZTIME=10m)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
 
 e2e: build ## Run the end-to-end suite against a real containerd (root only)
 	@if [ "$$(id -u)" != "0" ]; then echo "make e2e needs root: it installs and starts containerd"; exit 1; fi

@@ -10,6 +10,7 @@ import (
 
 	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/seconds"
 )
 
 // activeDeadlineSeconds, as the kubelet's active deadline handler: a pod
@@ -42,7 +43,7 @@ func (d *activeDeadline) synced(clk clock.Clock, pod *v1.Pod, lastStatus *v1.Pod
 		d.stop()
 		return false
 	}
-	at := d.activeSince(pod, lastStatus).Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)
+	at := d.activeSince(pod, lastStatus).Add(seconds.Duration(*pod.Spec.ActiveDeadlineSeconds))
 	if at.Equal(d.at) {
 		return false
 	}

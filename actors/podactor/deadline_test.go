@@ -1,6 +1,8 @@
 package podactor
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -42,6 +44,23 @@ func TestActiveDeadlineAlreadyPast(t *testing.T) {
 	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
 	if n := h.rt.Count(fake.OpKillPod); n != 1 {
 		t.Fatalf("kills = %d, want 1", n)
+	}
+}
+
+// A hostile activeDeadlineSeconds (9223372037 s and more overflowed
+// time.Duration into a negative one, killing the pod at once) means
+// "practically forever": the pod keeps running.
+func TestActiveDeadlineHostileValueDoesNotKill(t *testing.T) {
+	for _, d := range []int64{9223372037, 18446744074, math.MaxInt64} {
+		t.Run(fmt.Sprint(d), func(t *testing.T) {
+			h := newHarness(t, "u1")
+			p := testPod("u1", 1, nil)
+			p.Spec.ActiveDeadlineSeconds = int64p(d)
+			h.send(upd(messages.SyncPodCreate, p))
+			eventually(t, "first sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+			h.clock.Step(time.Hour)
+			h.never("killed", func() bool { return h.rt.Count(fake.OpKillPod) != 0 })
+		})
 	}
 }
 

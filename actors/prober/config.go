@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/actorlet/actorlet/actors/prober/probe"
@@ -19,6 +20,10 @@ type Config struct {
 	Clock clock.WithTicker
 	// Recorder, optional, receives Unhealthy and ProbeWarning events.
 	Recorder record.EventRecorder
+	// Redact, optional, removes the Secret values pod can hold from a
+	// probe's output and error before they reach an event, a log line or
+	// the status (kuberuntime.Manager.Redact). It must not block.
+	Redact func(pod *v1.Pod, s string) string
 }
 
 func (c Config) withDefaults() Config {

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -170,9 +171,19 @@ func (w *worker) maybeProbe(ctx actor.Context) {
 		ContainerID: runtimeID(id),
 		Exec:        w.cfg.Exec,
 	}
-	pctx := w.ctx
+	pctx, redact, pod := w.ctx, w.cfg.Redact, w.target.pod
 	actorutil.Go(actorutil.To(ctx), func() any {
 		res, msg, err := probe.Run(pctx, target)
+		if redact != nil {
+			// An exec probe's output is whatever the command printed,
+			// $PASSWORD included.
+			msg = redact(pod, msg)
+			if err != nil {
+				if r := redact(pod, err.Error()); r != err.Error() {
+					err = errors.New(r)
+				}
+			}
+		}
 		return &probeDone{seq: seq, containerID: id, result: res, message: msg, err: err, at: clk.Now()}
 	})
 }

@@ -62,6 +62,7 @@ func runRuntime(ctx context.Context, args []string) error {
 	root := fs.String("root-dir", "/var/lib/actorlet/runtime", "state directory of sandboxes, containers and images")
 	hostIP := fs.String("host-ip", "", "IP reported for every sandbox (default 127.0.0.1)")
 	isolation := fs.String("isolation", "auto", "isolation of containers: auto (everything root can have: per-pod namespaces and per-container cgroups), none, namespaces, cgroups, or namespaces,cgroups")
+	socketGroup := fs.String("socket-group", "", "group (name or GID) that owns the CRI socket, then 0660; without it the socket is 0600 (its clients can run anything as this user)")
 	streamAddr := fs.String("streaming-address", "127.0.0.1:0", "host:port of the CRI streaming server (exec, attach, port-forward); unauthenticated, keep it on the loopback")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -73,7 +74,7 @@ func runRuntime(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--isolation: %w", err)
 	}
-	rt, err := procruntime.Start(procruntime.Options{RootDir: *root, HostIP: *hostIP, StreamAddress: *streamAddr, Isolation: iso}, *listen)
+	rt, err := procruntime.Start(procruntime.Options{RootDir: *root, HostIP: *hostIP, StreamAddress: *streamAddr, Isolation: iso, SocketGroup: *socketGroup}, *listen)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -21,9 +23,25 @@ const (
 	DefaultMaxSize         = 10 << 20
 	DefaultMaxFiles        = 5
 	DefaultMonitorInterval = 10 * time.Second
+	// SizeCheckInterval is how often the running containers' log sizes
+	// are checked between two full passes (one CRI ListContainers call
+	// and a stat per container, as cheap as a PLEG relist): a file
+	// outgrows MaxSize by what its container writes in about this long
+	// plus the rotation itself, not in a whole monitor interval (a
+	// container writing 14 MB/s made 138 MB files of a 10Mi limit).
+	SizeCheckInterval = time.Second
+	// StatInterval is how often, between two size checks, the logs the
+	// last check found are measured again (a stat each, no runtime call):
+	// a container writing 100 MB/s outgrows a 10Mi limit by about this
+	// long of output.
+	StatInterval = 200 * time.Millisecond
 	// timestampFormat names rotated files (<path>.20060102-150405).
 	timestampFormat = "20060102-150405"
 )
+
+// errRotatedThisSecond: the log was rotated less than a second ago (the
+// rotated file's name holds the second); the next check does it.
+var errRotatedThisSecond = errors.New("rotated this second already")
 
 // Runtime is what rotation needs from the container runtime.
 type Runtime interface {
@@ -58,6 +76,21 @@ type Manager struct {
 	policy   Policy
 	interval time.Duration
 	clock    clock.WithTicker
+
+	mu      sync.Mutex
+	known   map[string]string // running container ID → log path, from the last pass
+	pending map[string]bool   // logs whose rotated files wait for compression
+
+	// files is held while a log's rotated files are cleaned up, removed
+	// or compressed. A rotation that finds it taken (a compression in the
+	// background) only renames and reopens the current file: the rest is
+	// done at its next rotation.
+	files sync.Mutex
+	// async is set while Run runs: rotated files are then compressed by
+	// its background goroutine (wake), never on the rotation's path, so a
+	// slow compression does not let the current file grow unchecked.
+	async atomic.Bool
+	wake  chan struct{}
 }
 
 // NewManager returns a manager; Run starts it.
@@ -74,22 +107,116 @@ func NewManager(rt Runtime, policy Policy, interval time.Duration, clk clock.Wit
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Manager{rt: rt, policy: policy, interval: interval, clock: clk}, nil
+	return &Manager{rt: rt, policy: policy, interval: interval, clock: clk, known: map[string]string{},
+		pending: map[string]bool{}, wake: make(chan struct{}, 1)}, nil
 }
 
-// Run rotates logs every interval until ctx ends.
+// Run rotates logs every interval until ctx ends, and in between checks
+// their sizes every SizeCheckInterval.
 func (m *Manager) Run(ctx context.Context) {
+	m.async.Store(true)
+	defer m.async.Store(false)
+	compressed := make(chan struct{})
+	go func() { defer close(compressed); m.compressLoop(ctx) }()
+	defer func() { <-compressed }()
 	t := m.clock.NewTicker(m.interval)
 	defer t.Stop()
+	stats := m.clock.NewTicker(min(StatInterval, m.interval))
+	defer stats.Stop()
+	m.CheckSizes(ctx) // now, not an interval after the agent started
+	listed := m.clock.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-stats.C():
+			if m.clock.Since(listed) >= SizeCheckInterval {
+				m.CheckSizes(ctx)
+				listed = m.clock.Now()
+			} else {
+				m.checkKnown(ctx)
+			}
+			continue
 		case <-t.C():
 		}
 		if err := m.RotateLogs(ctx); err != nil && ctx.Err() == nil {
 			klog.ErrorS(err, "Failed to rotate container logs")
 		}
+	}
+}
+
+// CheckSizes lists the running containers (one CRI call; a container's
+// log path is asked once, when it is new) and rotates the logs that
+// reached MaxSize. A container started a moment ago is checked as soon as
+// one that ran for an hour.
+func (m *Manager) CheckSizes(ctx context.Context) {
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			klog.V(2).InfoS("Failed to list containers for a log size check", "err", err)
+		}
+		return
+	}
+	m.mu.Lock()
+	known := m.known
+	m.mu.Unlock()
+	next := make(map[string]string, len(containers))
+	defer m.setKnown(next)
+	for _, c := range containers {
+		if ctx.Err() != nil {
+			return
+		}
+		id := c.GetId()
+		path, ok := known[id]
+		if !ok {
+			resp, err := m.rt.ContainerStatus(ctx, id, false)
+			if err != nil || resp.GetStatus().GetLogPath() == "" {
+				continue
+			}
+			path = resp.GetStatus().GetLogPath()
+		}
+		next[id] = path
+		m.rotateIfFull(ctx, id, path)
+	}
+}
+
+// setKnown records the running containers' log paths a pass found.
+func (m *Manager) setKnown(known map[string]string) {
+	m.mu.Lock()
+	m.known = known
+	m.mu.Unlock()
+}
+
+// rotateIfFull rotates path when it reached MaxSize (a missing file is
+// the full pass's to reopen; one rotated less than a second ago is
+// rotated at the next check).
+func (m *Manager) rotateIfFull(ctx context.Context, id, path string) {
+	info, err := os.Stat(path)
+	if err != nil || info.Size() < m.policy.MaxSize {
+		return
+	}
+	if err := m.rotateLog(ctx, id, path); err != nil {
+		if !errors.Is(err, errRotatedThisSecond) {
+			klog.ErrorS(err, "Failed to rotate container log", "containerID", id, "path", path)
+		}
+		return
+	}
+	klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
+}
+
+// checkKnown rotates the logs of the containers the last check found that
+// reached MaxSize, with no runtime call but the rotation's own reopen.
+func (m *Manager) checkKnown(ctx context.Context) {
+	m.mu.Lock()
+	known := m.known
+	m.mu.Unlock()
+	for id, path := range known {
+		if ctx.Err() != nil {
+			return
+		}
+		m.rotateIfFull(ctx, id, path)
 	}
 }
 
@@ -102,6 +229,8 @@ func (m *Manager) RotateLogs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
+	known := map[string]string{}
+	defer m.setKnown(known)
 	for _, c := range containers {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -119,6 +248,7 @@ func (m *Manager) RotateLogs(ctx context.Context) error {
 		if path == "" {
 			continue
 		}
+		known[id] = path
 		info, err := os.Stat(path)
 		if errors.Is(err, os.ErrNotExist) {
 			// A rotation whose reopen failed may have left no current
@@ -147,34 +277,102 @@ func (m *Manager) RotateLogs(ctx context.Context) error {
 
 // rotateLog makes room for one more rotated file and rotates the current
 // one: the kubelet's order (clean up, remove the excess, compress, rename
-// and reopen).
+// and reopen), except that under Run the compression is done afterwards
+// in the background (compressLoop), and that a rotation during a
+// compression only renames and reopens.
 func (m *Manager) rotateLog(ctx context.Context, id, path string) error {
+	if !m.files.TryLock() {
+		return m.rotateLatest(ctx, id, path)
+	}
+	logs, err := m.tidy(path)
+	if err == nil && !m.async.Load() {
+		// Compress all but the newest rotated file: it may still be
+		// written by a runtime that reopens lazily.
+		err = compressAllBut(logs, 1)
+	}
+	m.files.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := m.rotateLatest(ctx, id, path); err != nil {
+		return err
+	}
+	if m.async.Load() {
+		m.mu.Lock()
+		m.pending[path] = true
+		m.mu.Unlock()
+		select {
+		case m.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// tidy removes leftovers of interrupted compressions and the oldest
+// rotated files so that, once the current file is rotated, the log has at
+// most MaxFiles files; it returns the rotated files left.
+func (m *Manager) tidy(path string) ([]string, error) {
 	logs, err := RotatedFiles(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := removeTmp(path); err != nil {
-		return err
+		return nil, err
 	}
-	logs, err = m.cleanupUnused(logs)
-	if err != nil {
-		return err
+	if logs, err = m.cleanupUnused(logs); err != nil {
+		return nil, err
 	}
-	logs, err = m.removeExcess(logs)
-	if err != nil {
-		return err
-	}
-	// Compress all but the newest rotated file: it may still be written by
-	// a runtime that reopens lazily.
+	return m.removeExcess(logs)
+}
+
+// compressAllBut compresses the rotated files logs (oldest first) but the
+// newest keep, which stay plain.
+func compressAllBut(logs []string, keep int) error {
 	for i, l := range logs {
-		if strings.HasSuffix(l, compressSuffix) || i == len(logs)-1 {
+		if strings.HasSuffix(l, compressSuffix) || i >= len(logs)-keep {
 			continue
 		}
 		if err := compress(l); err != nil {
 			return err
 		}
 	}
-	return m.rotateLatest(ctx, id, path)
+	return nil
+}
+
+// compressLoop compresses, in the background of Run, the rotated files of
+// the logs rotated since it last looked, but the newest two (the one just
+// rotated may still be written by a runtime that reopens lazily), as the
+// kubelet leaves them.
+func (m *Manager) compressLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.wake:
+		}
+		m.mu.Lock()
+		paths := make([]string, 0, len(m.pending))
+		for p := range m.pending {
+			paths = append(paths, p)
+		}
+		clear(m.pending)
+		m.mu.Unlock()
+		for _, p := range paths {
+			if ctx.Err() != nil {
+				return
+			}
+			m.files.Lock()
+			logs, err := RotatedFiles(p)
+			if err == nil {
+				err = compressAllBut(logs, 2)
+			}
+			m.files.Unlock()
+			if err != nil {
+				klog.ErrorS(err, "Failed to compress rotated container logs", "path", p)
+			}
+		}
+	}
 }
 
 func removeTmp(path string) error {
@@ -235,7 +433,14 @@ func compress(path string) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
-	zw := gzip.NewWriter(out)
+	// The fastest level: rotation waits for it (the kubelet uses the
+	// default level, about three times slower), and a log compresses well
+	// anyway.
+	zw, err := gzip.NewWriterLevel(out, gzip.BestSpeed)
+	if err != nil {
+		out.Close()
+		return err
+	}
 	_, err = io.Copy(zw, in)
 	err = errors.Join(err, zw.Close(), out.Close())
 	if err == nil {
@@ -258,7 +463,7 @@ func (m *Manager) rotateLatest(ctx context.Context, id, path string) error {
 	rotated := path + "." + m.clock.Now().Format(timestampFormat)
 	if _, err := os.Stat(rotated); err == nil {
 		// Rotated already this second (a tiny MaxSize): never overwrite.
-		return fmt.Errorf("rotate %s: %s exists, retrying at the next round", path, rotated)
+		return fmt.Errorf("rotate %s: %s exists, retrying at the next round: %w", path, rotated, errRotatedThisSecond)
 	}
 	if err := os.Rename(path, rotated); err != nil {
 		return fmt.Errorf("rename %s: %w", path, err)

@@ -34,21 +34,20 @@ func startRuntime(t *testing.T) (*cri.Client, string) {
 	return c, filepath.Join(dir, "logs")
 }
 
-// TestRotationWithProcessRuntime: a chatty container's log is rotated
-// whenever it reaches MaxSize: never more than MaxFiles files, the older
-// rotated ones compressed, and a tail across them sees every line in order.
-func TestRotationWithProcessRuntime(t *testing.T) {
-	c, logDir := startRuntime(t)
+// startChatty runs, in a new sandbox, a container that logs ~60-byte
+// records as fast as it can (about 2,000 lines a second), and returns its
+// ID and log path.
+func startChatty(t *testing.T, c *cri.Client, logDir, sandbox string) (string, string) {
+	t.Helper()
 	ctx := context.Background()
 	sbCfg := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "rot", Namespace: "default", Uid: "u-rot"},
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: sandbox, Namespace: "default", Uid: "u-" + sandbox},
 		LogDirectory: logDir,
 	}
 	sb, err := c.RunPodSandbox(ctx, sbCfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// ~60 bytes per record: 2,000 lines a second.
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "chatty"},
 		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
@@ -65,7 +64,16 @@ func TestRotationWithProcessRuntime(t *testing.T) {
 	if err := c.StartContainer(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(logDir, "chatty", "0.log")
+	return id, filepath.Join(logDir, "chatty", "0.log")
+}
+
+// TestRotationWithProcessRuntime: a chatty container's log is rotated
+// whenever it reaches MaxSize: never more than MaxFiles files, the older
+// rotated ones compressed, and a tail across them sees every line in order.
+func TestRotationWithProcessRuntime(t *testing.T) {
+	c, logDir := startRuntime(t)
+	ctx := context.Background()
+	id, path := startChatty(t, c, logDir, "rot")
 
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const maxSize, maxFiles = 64 << 10, 4
@@ -142,4 +150,79 @@ func TestPolicyValidate(t *testing.T) {
 	if err := (crilogs.Policy{MaxSize: crilogs.DefaultMaxSize, MaxFiles: crilogs.DefaultMaxFiles}).Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
+}
+
+// Between two passes (the monitor interval, 10 s by default) the sizes of
+// the logs the last pass found are checked every SizeCheckInterval: a
+// chatty container's log is rotated within a second of reaching MaxSize,
+// not up to a whole interval later (a 10Mi limit gave files of 138 MB).
+func TestSizeCheckedBetweenPasses(t *testing.T) {
+	c, logDir := startRuntime(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	id, path := startChatty(t, c, logDir, "fast")
+	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
+
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const maxSize = 64 << 10
+	m, err := crilogs.NewManager(c, crilogs.Policy{MaxSize: maxSize, MaxFiles: 4}, crilogs.DefaultMonitorInterval, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testutil.Until(t, 5*time.Second, "the manager's tickers", clk.HasWaiters)
+	clk.Step(crilogs.DefaultMonitorInterval) // the first pass finds the container
+	rotatedCount := func() int {
+		r, err := crilogs.RotatedFiles(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r)
+	}
+	// Let the pass finish, then let the file outgrow MaxSize again.
+	time.Sleep(100 * time.Millisecond)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if info, err := os.Stat(path); err != nil || info.Size() < maxSize {
+			return fmt.Errorf("log below %d bytes", maxSize)
+		}
+		return nil
+	})
+	before := rotatedCount()
+	// Less than a monitor interval passes: only the size check can rotate.
+	for step := 0; step < 5; step++ {
+		clk.Step(crilogs.SizeCheckInterval)
+		rotated := false
+		for i := 0; i < 40 && !rotated; i++ {
+			time.Sleep(50 * time.Millisecond)
+			rotated = rotatedCount() > before
+		}
+		if rotated {
+			break
+		}
+		if step == 4 {
+			t.Fatalf("the log reached %d bytes and was not rotated within 5 size checks (%d rotated files)", maxSize, rotatedCount())
+		}
+	}
+	// More rotations: the older files are compressed in the background
+	// (never on the rotation's path), the two newest stay plain, and the
+	// log keeps at most MaxFiles files once things settle.
+	testutil.Eventually(t, 30*time.Second, func() error {
+		clk.Step(crilogs.SizeCheckInterval)
+		rotated, err := crilogs.RotatedFiles(path)
+		if err != nil {
+			return err
+		}
+		gz := 0
+		for _, r := range rotated {
+			if strings.HasSuffix(r, ".gz") {
+				gz++
+			}
+		}
+		if gz == 0 || len(rotated)+1 > 4 || strings.HasSuffix(rotated[len(rotated)-1], ".gz") || strings.HasSuffix(rotated[len(rotated)-2], ".gz") {
+			return fmt.Errorf("rotated files %v: want some compressed, the newest two plain, at most 4 files", rotated)
+		}
+		return nil
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -176,11 +177,16 @@ func TestContainerConfig(t *testing.T) {
 		t.Fatalf("mounts = %v", cfg.Mounts)
 	}
 	// The termination message file: one per instance, under the pod's
-	// directory, writable by the container's user.
+	// directory, writable by the container's user: owned by it (runAsUser
+	// 1000) when the agent can give it away (root), else 0666.
+	wantMode, wantUID := os.FileMode(0o666), uint32(os.Geteuid())
+	if os.Geteuid() == 0 {
+		wantMode, wantUID = ownedFileMode, 1000
+	}
 	if tm := cfg.Mounts[2]; tm.ContainerPath != "/dev/termination-log" || !strings.HasPrefix(tm.HostPath, filepath.Join(e.m.opts.PodsDir, "web-uid", "containers", "app")+"/") {
 		t.Errorf("termination message mount = %v", tm)
-	} else if fi, err := os.Stat(tm.HostPath); err != nil || fi.Mode().Perm() != 0o666 {
-		t.Errorf("termination message file: %v %v", fi, err)
+	} else if fi, err := os.Stat(tm.HostPath); err != nil || fi.Mode().Perm() != wantMode || fi.Sys().(*syscall.Stat_t).Uid != wantUID {
+		t.Errorf("termination message file: %v %v, want mode %v uid %d", fi, err, wantMode, wantUID)
 	}
 	wantDir := filepath.Join(e.m.opts.PodsDir, "web-uid", "volumes", "emptydir", "scratch")
 	if cfg.Mounts[1].HostPath != wantDir {

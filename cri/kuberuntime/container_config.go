@@ -1,7 +1,9 @@
 package kuberuntime
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,9 +31,10 @@ func containerLogPath(name string, restartCount int) string {
 // restartCount-th instance. podIPs feed status.podIP env references.
 func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, podIPs []string, imageRef string) (*runtimeapi.ContainerConfig, error) {
 	budget := newEnvBudget()
-	var skipped []string
+	var skipped, secrets []string
 	env, err := containerEnv(pod, c, podFieldValues{podIPs: podIPs, hostIP: m.opts.HostIP, allocatable: m.opts.Allocatable,
-		container: c.Name, objects: m.opts.Objects, skipped: &skipped}, budget)
+		container: c.Name, objects: m.opts.Objects, skipped: &skipped, secrets: &secrets}, budget)
+	m.secrets.add(pod.UID, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -175,8 +178,15 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 			if m.opts.PodsDir == "" {
 				return nil, fmt.Errorf("%s: emptyDir volume %q needs the manager's PodsDir", field, vm.Name)
 			}
+			if _, err := m.ensurePodDir(pod, "volumes", "emptydir"); err != nil {
+				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+			}
 			host = m.emptyDirPath(pod, vm.Name)
-			if err := os.MkdirAll(host, 0o777); err != nil {
+			if err := os.Mkdir(host, sharedDirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+			}
+			uid, known := volumeUser(pod, vm.Name)
+			if _, err := setOwnerMode(host, uid, known, ownedDirMode, sharedDirMode); err != nil {
 				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
 			}
 			if err := setFSGroup(pod, host, false); err != nil {
@@ -185,6 +195,9 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 		case isProjected(vol):
 			if m.opts.PodsDir == "" {
 				return nil, fmt.Errorf("%s: volume %q needs the manager's PodsDir", field, vm.Name)
+			}
+			if _, err := m.ensurePodDir(pod, "volumes", "projected"); err != nil {
+				return nil, fmt.Errorf("%s: %w", field, err)
 			}
 			if err := m.writeProjectedVolume(pod, vol); err != nil {
 				return nil, fmt.Errorf("%s: %w", field, err)
@@ -197,12 +210,14 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 			if filepath.IsAbs(vm.SubPath) || !filepath.IsLocal(vm.SubPath) {
 				return nil, fmt.Errorf("%s.subPath %q: must be a relative path inside the volume", field, vm.SubPath)
 			}
-			host = filepath.Join(host, vm.SubPath)
 			if vol.EmptyDir != nil {
-				if err := os.MkdirAll(host, 0o777); err != nil {
+				// Inside the emptyDir, owned and moded as it is.
+				uid, known := volumeUser(pod, vm.Name)
+				if err := mkdirInside(host, vm.SubPath, uid, known); err != nil {
 					return nil, fmt.Errorf("%s: create subPath: %w", field, err)
 				}
 			}
+			host = filepath.Join(host, vm.SubPath)
 		}
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,

@@ -122,7 +122,7 @@ func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, uid types.UID, id
 		defer close(done)
 		if msg, err := m.runHook(hookCtx, pod, uid, id, c, h); err != nil && hookCtx.Err() == nil {
 			m.event(pod, v1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
-			klog.V(2).InfoS("PreStop hook failed", "podUID", uid, "containerName", c.Name, "err", err)
+			klog.V(2).InfoS("PreStop hook failed", "podUID", uid, "containerName", c.Name, "err", m.redactErr(pod, err))
 		}
 	}()
 	select {

@@ -25,6 +25,9 @@ type startTarget struct {
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, status *cri.PodStatus, t startTarget) error {
 	err := m.doStartContainer(ctx, pod, c, status, t)
 	if err != nil {
+		// The reason cache feeds the status; the error the sync result
+		// and the pod worker's log line.
+		err = m.redactErr(pod, err)
 		reason, msg := reasonOf(err)
 		m.reasons.set(pod.UID, c.Name, reason, msg)
 		return err

@@ -22,6 +22,9 @@ type podFieldValues struct {
 	// skipped collects envFrom keys that are not valid variable names
 	// (the kubelet skips them and says so in an event).
 	skipped *[]string
+	// secrets, when set, collects the Secret values the env resolves
+	// (redacted from what the agent writes: redact.go).
+	secrets *[]string
 }
 
 // containerEnv resolves c's environment in order; each value may refer to
@@ -141,6 +144,9 @@ func envFromData(pod *v1.Pod, from v1.EnvFromSource, f podFieldValues) (map[stri
 		out := make(map[string]string, len(sec.Data))
 		for k, v := range sec.Data {
 			out[k] = string(v)
+			if f.secrets != nil {
+				*f.secrets = append(*f.secrets, redactable(string(v))...)
+			}
 		}
 		return out, "secret", ref.Name, nil
 	}
@@ -195,6 +201,9 @@ func envValueFromObject(pod *v1.Pod, from *v1.EnvVarSource, f podFieldValues) (s
 			return "", false, nil
 		}
 		return "", false, fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, pod.Namespace, name)
+	}
+	if from.SecretKeyRef != nil && f.secrets != nil {
+		*f.secrets = append(*f.secrets, redactable(string(v))...)
 	}
 	return string(v), true, nil
 }

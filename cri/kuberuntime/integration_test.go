@@ -27,7 +27,7 @@ type procEnv struct {
 	rec   *testutil.Recorder
 }
 
-func newProcEnv(t *testing.T) *procEnv {
+func newProcEnv(t *testing.T, opts ...func(*Options)) *procEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: runs host processes")
@@ -36,13 +36,17 @@ func newProcEnv(t *testing.T) *procEnv {
 	_, client := proctest.Start(t, filepath.Join(root, "state"))
 	clk := clocktesting.NewFakeClock(time.Now())
 	rec := &testutil.Recorder{}
-	m := NewManager(client, Options{
+	o := Options{
 		PodLogsDir: filepath.Join(root, "logs"),
 		PodsDir:    filepath.Join(root, "pods"),
 		HostIP:     "127.0.0.1",
 		Clock:      clk,
 		Recorder:   rec,
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	m := NewManager(client, o)
 	return &procEnv{m: m, clock: clk, rec: rec}
 }
 

@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -62,6 +63,12 @@ type Options struct {
 	// Objects gives the ConfigMaps and Secrets that env and volumes
 	// reference; nil: pods that use them fail to start with a clear error.
 	Objects volume.Objects
+	// DenyEphemeralContainers refuses debug (ephemeral) containers, as the
+	// node refuses exec (actorlet --allow-exec=false): an ephemeral
+	// container runs a command of the operator's choice in the pod, as exec
+	// does. The container waits with reason Forbidden and a 403-style
+	// message; a Warning event says so once.
+	DenyEphemeralContainers bool
 }
 
 // Manager drives one runtime for all pods of the node. It is safe for
@@ -74,6 +81,7 @@ type Manager struct {
 	imageBackOff   *backOff
 	reasons        *reasonCache
 	messages       messageCache // termination messages of exited containers
+	secrets        secretValues // Secret values containers were started with (redact.go)
 
 	mu          sync.Mutex
 	runtimeName string
@@ -123,6 +131,7 @@ func (m *Manager) forgetPod(uid types.UID) {
 	m.restartBackOff.forgetPod(uid)
 	m.imageBackOff.forgetPod(uid)
 	m.reasons.forgetPod(uid)
+	m.secrets.forget(uid)
 }
 
 // event emits a pod event if a recorder is configured.
@@ -130,7 +139,9 @@ func (m *Manager) event(pod *v1.Pod, eventType, reason, format string, args ...a
 	if m.opts.Recorder == nil || pod == nil {
 		return
 	}
-	m.opts.Recorder.Eventf(pod, eventType, reason, format, args...)
+	// Runtime errors and hook output quote commands and what they print:
+	// a Secret expanded into them never reaches an event.
+	m.opts.Recorder.Eventf(pod, eventType, reason, "%s", m.Redact(pod, fmt.Sprintf(format, args...)))
 }
 
 // runtimeNameFor returns the runtime's name for container IDs

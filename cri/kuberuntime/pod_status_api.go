@@ -67,6 +67,7 @@ func (m *Manager) GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodSt
 			}
 		}
 	}
+	m.redactStatus(pod, &out)
 	limitTerminationMessages(pod, &out)
 	out.Phase = podPhase(pod, out.InitContainerStatuses, out.ContainerStatuses)
 	out.Conditions = m.podConditions(pod, status, pendingInit)

@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -261,5 +262,53 @@ func TestIntegrationEphemeralContainer(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("debug container instances = %d, want 1 (never restarted)", n)
+	}
+}
+
+// A node that refuses exec (--allow-exec=false) refuses debug containers
+// too: an ephemeral container runs the operator's command in the pod as
+// exec does. It never runs; its status waits with reason Forbidden and the
+// 403 message exec gets, and one Warning event says so.
+func TestIntegrationEphemeralContainerDeniedWithExec(t *testing.T) {
+	e := newProcEnv(t, func(o *Options) { o.DenyEphemeralContainers = true })
+	marker := filepath.Join(t.TempDir(), "ran")
+	pod := newPod("dbg")
+	pod.Spec.Containers = []v1.Container{{Name: "app", Image: "local/sh:1", Command: []string{"/bin/sh", "-c", "exec sleep 300"}}}
+	e.syncUntil(t, pod, func(s v1.PodStatus) error {
+		if s.Phase != v1.PodRunning {
+			return fmt.Errorf("phase %s", s.Phase)
+		}
+		return nil
+	})
+	pod.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+		Name: "debugger", Image: "local/sh:1", Command: []string{"/bin/sh", "-c", "touch " + marker}}}}
+	for range 3 {
+		res := e.sync(t, pod)
+		if err := res.Error(); err == nil || !errors.Is(err, ErrForbidden) {
+			t.Fatalf("sync error = %v, want Forbidden", err)
+		}
+	}
+	st, api := e.status(t, pod)
+	for _, cs := range st.ContainerStatuses {
+		if cs.Name == "debugger" {
+			t.Fatalf("the debug container was created: %+v", cs)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the debug container's command ran")
+	}
+	want := "forbidden: debug (ephemeral container debugger) is disabled on this node (--allow-exec=false)"
+	if len(api.EphemeralContainerStatuses) != 1 || api.EphemeralContainerStatuses[0].State.Waiting == nil ||
+		api.EphemeralContainerStatuses[0].State.Waiting.Reason != "Forbidden" || api.EphemeralContainerStatuses[0].State.Waiting.Message != want {
+		t.Fatalf("ephemeral statuses = %+v, want waiting Forbidden %q", api.EphemeralContainerStatuses, want)
+	}
+	n := 0
+	for _, ev := range e.rec.Events() {
+		if ev.Type == v1.EventTypeWarning && strings.Contains(ev.Message, want) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("Warning events naming the refusal = %d, want 1: %v", n, e.rec.Lines())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // SyncPod runs one computePodActions + execute pass for pod against its
@@ -98,6 +99,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 	}
 	for _, i := range actions.EphemeralContainersToStart {
 		c := ephemeralContainer(&pod.Spec.EphemeralContainers[i])
+		if m.opts.DenyEphemeralContainers {
+			result.add(ActionStartContainer, c.Name, m.refuseEphemeralByPolicy(pod, c))
+			continue
+		}
 		if m.refuseEphemeral(ctx, pod, c, i) {
 			continue
 		}
@@ -161,4 +166,17 @@ func (m *Manager) removeInitContainers(ctx context.Context, pod *v1.Pod, status 
 		}
 	}
 	return kept
+}
+
+// refuseEphemeralByPolicy keeps the debug container c from starting on a node that
+// refuses exec: its status waits with reason Forbidden and the message exec
+// gets (403), and one Warning event says so (not one per sync).
+func (m *Manager) refuseEphemeralByPolicy(pod *v1.Pod, c *v1.Container) error {
+	msg := wire.ForbiddenMessage("debug (ephemeral container "+c.Name+")", "--allow-exec=false")
+	if e, ok := m.reasons.get(pod.UID, c.Name); !ok || e.reason != ErrForbidden.Error() {
+		m.event(pod, v1.EventTypeWarning, "Failed", "Error: %s", msg)
+		klog.InfoS("Refused a debug container: exec is disabled on this node", "pod", klog.KObj(pod), "container", c.Name)
+	}
+	m.reasons.set(pod.UID, c.Name, ErrForbidden.Error(), msg)
+	return newKindError(ErrForbidden, "%s", msg)
 }

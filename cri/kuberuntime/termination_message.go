@@ -47,20 +47,24 @@ func (m *Manager) terminationMessageMount(pod *v1.Pod, c *v1.Container, mounts [
 			return nil, nil
 		}
 	}
-	dir := filepath.Join(m.opts.PodsDir, string(pod.UID), "containers", c.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := m.ensurePodDir(pod, "containers", c.Name)
+	if err != nil {
 		return nil, fmt.Errorf("terminationMessagePath: create directory: %w", err)
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	path := filepath.Join(dir, hex.EncodeToString(id[:]))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("terminationMessagePath: create file: %w", err)
 	}
 	f.Close()
-	// The container's user may differ from the agent's: let it write.
-	if err := os.Chmod(path, 0o666); err != nil {
+	// The container's user may differ from the agent's: it owns the file
+	// when the spec says who it is, else every user may write it (as the
+	// kubelet makes it, 0666), reachable only through the pod's 0750
+	// directories.
+	uid, known := runAsUser(pod, c)
+	if _, err := setOwnerMode(path, uid, known, ownedFileMode, sharedFileMode); err != nil {
 		return nil, fmt.Errorf("terminationMessagePath: %w", err)
 	}
 	return &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: path}, nil

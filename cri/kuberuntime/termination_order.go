@@ -3,11 +3,11 @@ package kuberuntime
 import (
 	"context"
 	"sync"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/seconds"
 )
 
 // terminationOrdering makes a pod with sidecars stop as the kubelet does:
@@ -65,7 +65,7 @@ func (o *terminationOrdering) waitForTurn(ctx context.Context, m *Manager, name 
 		return 0
 	}
 	start := m.opts.Clock.Now()
-	timer := m.opts.Clock.NewTimer(time.Duration(grace) * time.Second)
+	timer := m.opts.Clock.NewTimer(seconds.Duration(grace))
 	defer timer.Stop()
 	for _, ch := range o.after[name] {
 		select {

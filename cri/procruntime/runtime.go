@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +36,11 @@ type Options struct {
 	// (isolation.go; DefaultIsolation is what root can have). The zero
 	// value runs plain host processes.
 	Isolation Isolation
+	// SocketGroup, when set (a group name or numeric GID), owns the CRI
+	// socket, which is then 0660: its members may drive the runtime.
+	// Without it the socket is 0600, the runtime's user only. Either way
+	// whatever the umask: a CRI client can run any command as root.
+	SocketGroup string
 }
 
 // Runtime is the process runtime: a CRI v1 RuntimeService and ImageService.
@@ -139,7 +146,7 @@ func Start(opts Options, endpoint string) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := listenUnix(path)
+	l, err := listenUnix(path, opts.SocketGroup)
 	if err != nil {
 		r.Stop()
 		return nil, err
@@ -153,7 +160,19 @@ func Start(opts Options, endpoint string) (*Runtime, error) {
 	return r, nil
 }
 
-func listenUnix(path string) (net.Listener, error) {
+// listenUnix listens on the socket path, mode 0600 (0660 and owned by
+// group when one is given) whatever the umask: the socket is made in a
+// fresh 0700 directory beside path, given its mode and group there, and
+// renamed into place, so no other user can connect in between (a plain
+// Listen makes it 0777 &^ umask, srwxrwxrwx under umask 0000).
+func listenUnix(path, group string) (net.Listener, error) {
+	gid := -1
+	if group != "" {
+		var err error
+		if gid, err = lookupGroup(group); err != nil {
+			return nil, fmt.Errorf("procruntime: socket group: %w", err)
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("procruntime: create socket directory: %w", err)
 	}
@@ -166,11 +185,68 @@ func listenUnix(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("procruntime: remove stale socket %s: %w", path, err)
 		}
 	}
-	l, err := net.Listen("unix", path)
+	tmpDir, err := os.MkdirTemp(filepath.Dir(path), ".cri-sock-") // 0700
 	if err != nil {
 		return nil, fmt.Errorf("procruntime: listen on %s: %w", path, err)
 	}
-	return l, nil
+	defer os.RemoveAll(tmpDir)
+	tmp := filepath.Join(tmpDir, "s")
+	l, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, fmt.Errorf("procruntime: listen on %s: %w", path, err)
+	}
+	ul := l.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false) // it is renamed: Close removes path below
+	mode := os.FileMode(0o600)
+	if gid >= 0 {
+		mode = 0o660
+		if err := os.Chown(tmp, -1, gid); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("procruntime: socket group %q: %w", group, err)
+		}
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("procruntime: socket mode: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("procruntime: listen on %s: %w", path, err)
+	}
+	return &unlinkListener{UnixListener: ul, path: path}, nil
+}
+
+// unlinkListener removes its socket file on Close, as a plain unix
+// listener does for the name it was created with.
+type unlinkListener struct {
+	*net.UnixListener
+	path string
+	once sync.Once
+}
+
+func (l *unlinkListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() { _ = os.Remove(l.path) })
+	return err
+}
+
+// lookupGroup resolves a group name or numeric GID.
+func lookupGroup(group string) (int, error) {
+	if id, err := strconv.Atoi(group); err == nil {
+		if id < 0 {
+			return 0, fmt.Errorf("%q: a GID must not be negative", group)
+		}
+		return id, nil
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", group, err)
+	}
+	id, err := strconv.Atoi(g.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("%q: GID %q: %w", group, g.Gid, err)
+	}
+	return id, nil
 }
 
 // Serve serves CRI on l until Stop.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -356,4 +358,54 @@ func TestShimKilledIsUnknownExit(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The CRI socket lets its clients run anything as the runtime's user
+// (root): it is 0600 whatever the umask (under umask 0000 a plain listen
+// made it srwxrwxrwx), and 0660 owned by SocketGroup when one is given.
+func TestSocketModeIgnoresTheUmask(t *testing.T) {
+	testutil.Umask(t, 0)
+	for _, tc := range []struct {
+		group string
+		mode  os.FileMode
+		gid   int
+	}{
+		{"", 0o600, os.Getgid()},
+		{strconv.Itoa(os.Getgid()), 0o660, os.Getgid()},
+	} {
+		dir := t.TempDir()
+		sock := filepath.Join(dir, "run", "cri.sock")
+		rt, err := procruntime.Start(procruntime.Options{RootDir: filepath.Join(dir, "state"), SocketGroup: tc.group}, "unix://"+sock)
+		if err != nil {
+			t.Fatalf("Start(group %q): %v", tc.group, err)
+		}
+		fi, err := os.Stat(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != tc.mode {
+			t.Errorf("group %q: socket mode %v, want %v", tc.group, fi.Mode(), tc.mode)
+		}
+		if gid := int(fi.Sys().(*syscall.Stat_t).Gid); gid != tc.gid {
+			t.Errorf("group %q: socket gid %d, want %d", tc.group, gid, tc.gid)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(sock)); len(entries) != 1 {
+			t.Errorf("socket directory holds %v, want the socket alone", entries)
+		}
+		c, err := cri.Dial(ctx(t), "unix://"+sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Version(ctx(t), "v1"); err != nil {
+			t.Errorf("Version: %v", err)
+		}
+		c.Close()
+		rt.Destroy()
+		if _, err := os.Stat(sock); !os.IsNotExist(err) {
+			t.Errorf("socket left after Stop: %v", err)
+		}
+	}
+	if _, err := procruntime.Start(procruntime.Options{RootDir: t.TempDir(), SocketGroup: "no-such-group-xyz"}, "unix://"+filepath.Join(t.TempDir(), "s.sock")); err == nil || !strings.Contains(err.Error(), "no-such-group-xyz") {
+		t.Errorf("Start with an unknown socket group: %v, want an error naming it", err)
+	}
 }

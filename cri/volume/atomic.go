@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -41,7 +42,8 @@ type File struct {
 // every file, never a mix of versions within one file. Paths must be
 // relative, inside dir, and not start with "..".
 func Write(dir string, payload map[string]File) (bool, error) {
-	if err := validatePayload(payload); err != nil {
+	payload, err := validatePayload(payload)
+	if err != nil {
 		return false, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -124,18 +126,36 @@ func Write(dir string, payload map[string]File) (bool, error) {
 	return true, nil
 }
 
-func validatePayload(payload map[string]File) error {
-	for p := range payload {
+// validatePayload checks every path and returns the payload with clean
+// paths, as the kubelet's atomic writer: relative, inside the volume, no
+// ".." element, not starting with ".." (the writer's own names), at most
+// 4096 bytes; two paths naming the same file are refused ("a/../b" and
+// "b" were written to one file, and "./a" was never linked).
+func validatePayload(payload map[string]File) (map[string]File, error) {
+	out := make(map[string]File, len(payload))
+	from := make(map[string]string, len(payload))
+	for p, f := range payload {
+		clean := filepath.Clean(p)
 		switch {
-		case p == "" || filepath.IsAbs(p) || !filepath.IsLocal(p):
-			return fmt.Errorf("path %q: must be a relative path inside the volume", p)
-		case strings.HasPrefix(p, ".."):
-			return fmt.Errorf("path %q: must not start with '..'", p)
 		case len(p) > 4096:
-			return fmt.Errorf("path %q: longer than 4096 bytes", p[:64])
+			return nil, fmt.Errorf("path %q: longer than 4096 bytes", p[:64])
+		case p == "" || filepath.IsAbs(p) || !filepath.IsLocal(p) || clean == ".":
+			return nil, fmt.Errorf("path %q: must be a relative path inside the volume", p)
+		case strings.ContainsRune(p, 0):
+			return nil, fmt.Errorf("path %q: must not contain a NUL byte", p)
+		case slices.Contains(strings.Split(filepath.ToSlash(p), "/"), ".."):
+			return nil, fmt.Errorf("path %q: must not contain '..'", p)
+		case strings.HasPrefix(clean, ".."):
+			return nil, fmt.Errorf("path %q: must not start with '..'", p)
 		}
+		if other, dup := from[clean]; dup {
+			a, b := min(p, other), max(p, other)
+			return nil, fmt.Errorf("paths %q and %q name the same file", a, b)
+		}
+		from[clean] = p
+		out[clean] = f
 	}
-	return nil
+	return out, nil
 }
 
 // topLevel is the set of first path components of the payload.

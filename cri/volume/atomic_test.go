@@ -108,10 +108,27 @@ func TestWriteReadersSeeOneVersion(t *testing.T) {
 }
 
 func TestWriteRejectsHostilePaths(t *testing.T) {
-	for _, p := range []string{"", "/etc/passwd", "../escape", "a/../../b", "..data", "..hidden"} {
+	for _, p := range []string{"", "/etc/passwd", "../escape", "a/../../b", "..data", "..hidden", "a/../b", ".", "./..x", "a\x00b"} {
 		if _, err := Write(t.TempDir(), map[string]File{p: {Data: []byte("x"), Mode: 0o644}}); err == nil {
 			t.Errorf("path %q accepted", p)
 		}
+	}
+}
+
+// "./a" is "a" (it was written but never linked), and two paths naming
+// one file are refused ("a/../b" and "b" were written to one file).
+func TestWriteCleansPaths(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Write(dir, map[string]File{"./a": {Data: []byte("x"), Mode: 0o644}, "b//c": {Data: []byte("y"), Mode: 0o644}}); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"a": "x", "b/c": "y"} {
+		if got, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v", p, got, err)
+		}
+	}
+	if _, err := Write(t.TempDir(), map[string]File{"a/./b": {Data: []byte("x")}, "a/b": {Data: []byte("y")}}); err == nil || !strings.Contains(err.Error(), "name the same file") {
+		t.Errorf("two paths for one file: %v", err)
 	}
 }
 

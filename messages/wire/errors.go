@@ -35,6 +35,19 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%d)", e.Description, e.Code) }
 
+// Forbidden is a 403 (CodeForbidden) naming what the node's policy refuses
+// and the setting that refuses it, whatever the bus allowed.
+func Forbidden(what, setting string) *Error {
+	return &Error{Code: CodeForbidden, Description: ForbiddenMessage(what, setting)}
+}
+
+// ForbiddenMessage is Forbidden's description, also the message of a debug
+// (ephemeral) container the node refuses: "forbidden: <what> is disabled
+// on this node (<setting>)".
+func ForbiddenMessage(what, setting string) string {
+	return fmt.Sprintf("forbidden: %s is disabled on this node (%s)", what, setting)
+}
+
 // BadRequest is a 400 naming the offending field.
 func BadRequest(field, reason string) *Error {
 	return &Error{Code: CodeBadRequest, Description: fmt.Sprintf("bad request: %s: %s", field, reason)}

@@ -136,6 +136,12 @@ func (a *Agent) start(ctx context.Context) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	// Pods' volumes (Secrets among them) live under <root>/pods: the
+	// agent's user only, as the kubelet keeps /var/lib/kubelet/pods, and
+	// whatever the umask or the mode an older agent left.
+	if err := os.Chmod(filepath.Join(cfg.RootDir, "pods"), 0o750); err != nil {
+		return fmt.Errorf("pods directory: %w", err)
+	}
 	if a.cfg.NodeIP == "" {
 		a.cfg.NodeIP = firstHostIP()
 	}
@@ -170,6 +176,8 @@ func (a *Agent) start(ctx context.Context) error {
 		Recorder:    a.recorder,
 		Allocatable: allocatable(cfg.MaxPods),
 		Objects:     store,
+		// A debug container runs the operator's command as exec does.
+		DenyEphemeralContainers: !cfg.AllowExec,
 	})
 	if err := a.startActors(); err != nil {
 		return err
@@ -271,7 +279,7 @@ func (a *Agent) startActors() error {
 		Children: supervisor.Children{
 			PLEG: func() (*actor.Props, error) { return pleg.Props(plegCfg) },
 			Prober: func() (*actor.Props, error) {
-				return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder})
+				return prober.Props(prober.Config{Exec: a.runtime, Recorder: a.recorder, Redact: a.manager.Redact})
 			},
 			Status: func() (*actor.Props, error) { return status.Props(statusCfg) },
 		},

@@ -18,7 +18,7 @@ import (
 
 // runNATS starts an in-process nats-server on a random port and returns a
 // connection to it; both are closed when the test ends.
-func runNATS(t *testing.T) *nats.Conn {
+func runNATS(t testing.TB) *nats.Conn {
 	t.Helper()
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
@@ -151,7 +151,7 @@ func (f *fakeNode) Evict(ctx context.Context, ns, name string, grace *int64, rea
 }
 
 // startService runs a command service for node "n1" backed by fake.
-func startService(t *testing.T, nc *nats.Conn, fake Node, opts ServiceOptions) *Service {
+func startService(t testing.TB, nc *nats.Conn, fake Node, opts ServiceOptions) *Service {
 	t.Helper()
 	if opts.NodeName == "" {
 		opts.NodeName = "n1"

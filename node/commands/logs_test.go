@@ -50,6 +50,12 @@ func TestParseCRILogLine(t *testing.T) {
 func FuzzParseCRILogLine(f *testing.F) {
 	f.Add([]byte("2024-01-02T03:04:05Z stdout F hello"))
 	f.Add([]byte("2024-01-02T03:04:05Z stderr P "))
+	// Hostile lines: no fields, a bad stream or tag, a huge timestamp,
+	// binary.
+	for _, s := range []string{"", " ", "x", "2024-01-02T03:04:05Z", "2024-01-02T03:04:05Z stdin F x", "2024-01-02T03:04:05Z stdout X x",
+		"99999-99-99T99:99:99Z stdout F x", "2024-01-02T03:04:05.999999999999Z stdout F x", "\xff\x00 stdout F \x00", "2024-01-02T03:04:05Z stdout F\n"} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := parseCRILogLine(line)
 		if err == nil && e.Stream != "stdout" && e.Stream != "stderr" {

@@ -11,7 +11,7 @@ import (
 // setting that refuses it (ServiceOptions.DenyExec / DenyLogs), whatever
 // the bus allowed.
 func Forbidden(verb, setting string) *wire.Error {
-	return &wire.Error{Code: wire.CodeForbidden, Description: fmt.Sprintf("forbidden: %s is disabled on this node (%s)", verb, setting)}
+	return wire.Forbidden(verb, setting)
 }
 
 // checkReply refuses a request whose reply subject is not a requester's

@@ -16,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/seconds"
 )
 
 // Which fleet pods a node runs, as the scheduler and the taint manager
@@ -87,7 +88,7 @@ func (n nodeView) evictAfter(pod *v1.Pod) (time.Duration, bool) {
 				limit = -1
 				break // tolerated forever
 			}
-			d := time.Duration(max(*tol.TolerationSeconds, 0)) * time.Second
+			d := seconds.Duration(*tol.TolerationSeconds)
 			if limit < 0 || d < limit {
 				limit = d
 			}

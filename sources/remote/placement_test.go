@@ -2,12 +2,14 @@ package remote
 
 import (
 	"github.com/actorlet/actorlet/messages/wire"
+	"math"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/seconds"
 )
 
 func affinity(reqs ...v1.NodeSelectorRequirement) *v1.Affinity {
@@ -68,6 +70,11 @@ func TestEvictAfter(t *testing.T) {
 		{"untolerated: at once", nil, true, 0},
 		{"tolerated forever", []v1.Toleration{{Key: "maint", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}}, false, 0},
 		{"tolerated for 30 s", []v1.Toleration{{Key: "maint", Operator: v1.TolerationOpExists, TolerationSeconds: secs(30)}}, true, 30 * time.Second},
+		// Hostile values: no overflow into a negative or tiny duration that
+		// would evict at once.
+		{"tolerated for 18446744074 s", []v1.Toleration{{Key: "maint", Operator: v1.TolerationOpExists, TolerationSeconds: secs(18446744074)}}, true, seconds.Max},
+		{"tolerated for MaxInt64 s", []v1.Toleration{{Key: "maint", Operator: v1.TolerationOpExists, TolerationSeconds: secs(math.MaxInt64)}}, true, seconds.Max},
+		{"negative tolerationSeconds: at once", []v1.Toleration{{Key: "maint", Operator: v1.TolerationOpExists, TolerationSeconds: secs(-5)}}, true, 0},
 	} {
 		after, evict := n.evictAfter(&v1.Pod{Spec: v1.PodSpec{Tolerations: tc.tol}})
 		if evict != tc.evict || (evict && after != tc.after) {

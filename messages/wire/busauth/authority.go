@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/jwt/v2"
@@ -58,6 +60,9 @@ type Authority struct {
 func Init(dir string) (*Authority, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create auth dir: %w", err)
+	}
+	if err := checkOwner(dir); err != nil {
+		return nil, err
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("auth dir: %w", err)
@@ -111,6 +116,31 @@ func Open(dir string) (*Authority, error) {
 		return nil, fmt.Errorf("auth dir %s: %w (create it with `actorletctl auth init --auth-dir %s`)", dir, err, dir)
 	}
 	return Init(dir)
+}
+
+// checkOwner refuses an auth directory that is not a directory owned by
+// this process's user: its owner could rename or replace the credentials
+// in it whatever their modes (a mode change does not change the owner).
+func checkOwner(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("auth dir: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("auth dir %s: not a directory (%v)", dir, fi.Mode().Type())
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if uid := int(st.Uid); uid != os.Geteuid() {
+		owner := fmt.Sprint(uid)
+		if u, err := user.LookupId(owner); err == nil {
+			owner = fmt.Sprintf("%s (uid %d)", u.Username, uid)
+		}
+		return fmt.Errorf("auth dir %s is owned by %s, not by this user (uid %d): refusing it, its owner could replace the keys and credentials in it; use a directory of your own", dir, owner, os.Geteuid())
+	}
+	return nil
 }
 
 func (a *Authority) path(name string) string { return filepath.Join(a.Dir, name) }

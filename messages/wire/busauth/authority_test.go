@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 
 	"github.com/actorlet/actorlet/messages/wire/busauth"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 func TestInitIsStableAndPrivate(t *testing.T) {
@@ -82,5 +83,26 @@ func TestNodeCredsCarryNodePermissions(t *testing.T) {
 	}
 	if uc.Resp == nil || uc.Resp.MaxMsgs != -1 || uc.Resp.Expires != busauth.ResponseWindow {
 		t.Errorf("response permission %+v", uc.Resp)
+	}
+}
+
+// An auth directory another user owns is refused with an error naming its
+// owner (before, Init changed its mode but not its owner, and the owner
+// could rename the admin credentials).
+func TestInitRefusesADirectoryOwnedByAnotherUser(t *testing.T) {
+	other := testutil.OtherUser(t)
+	dir := filepath.Join(t.TempDir(), "auth")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, int(other.Uid), int(other.Gid)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := busauth.Init(dir)
+	if err == nil || !strings.Contains(err.Error(), "is owned by") || !strings.Contains(err.Error(), "uid 65534") {
+		t.Fatalf("Init on a directory owned by uid 65534: %v, want an error naming the owner", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("Init wrote %v into it", entries)
 	}
 }

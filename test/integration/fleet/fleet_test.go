@@ -33,6 +33,7 @@ func TestFleet(t *testing.T) {
 		{"Debug", testDebug},
 		{"KubectlForms", testKubectlForms},
 		{"Admission", testAdmission},
+		{"DebugRefusedWithoutExec", testDebugRefusedWithoutExec},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

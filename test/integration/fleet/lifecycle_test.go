@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -114,6 +115,43 @@ func testDebug(t *testing.T, f *fleet) {
 		if e.Name == "nocmd" {
 			t.Error("the debug container without a command was written")
 		}
+	}
+	f.ctl(t, "delete", "pod", "app", "--node", n.name, "--now")
+}
+
+// testDebugRefusedWithoutExec: a node started with --allow-exec=false
+// refuses debug containers as it refuses exec (an ephemeral container is a
+// desired-pod write, not a command, so before it ran `id > file` as the
+// agent's user): the command never runs, the container waits with reason
+// Forbidden and the 403 message, a Warning event says so, and `debug -it`
+// is refused at once.
+func testDebugRefusedWithoutExec(t *testing.T, f *fleet) {
+	n := f.startNode(t, "dbg-noexec", map[string]string{"role": "debug-noexec"}, func(c *agent.Config) { c.AllowExec = false })
+	file := testutil.WriteFile(t, t.TempDir(), "app.yaml", podYAML("app", "exec sleep 300"))
+	f.mustCtl(t, "apply", "-f", file, "--node", n.name)
+	f.waitRunning(t, n.name, "default", "app")
+	marker := filepath.Join(t.TempDir(), "ran")
+	f.mustCtl(t, "debug", "app", "--image", "busybox:1.36", "-c", "dbg", "--node", n.name, "--", "sh", "-c", "id > "+marker)
+	const msg = "forbidden: debug (ephemeral container dbg) is disabled on this node (--allow-exec=false)"
+	f.waitPod(t, n.name, "default", "app", "the debug container refused", func(p *v1.Pod) bool {
+		if p == nil || len(p.Status.EphemeralContainerStatuses) != 1 {
+			return false
+		}
+		w := p.Status.EphemeralContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "Forbidden" && w.Message == msg
+	})
+	eventually(t, waitFor, func() error {
+		if events := f.mustCtl(t, "events", "--node", n.name); !eventHas(events, "Failed", "pod/app", msg) {
+			return fmt.Errorf("no Failed event with %q:\n%s", msg, events)
+		}
+		return nil
+	})
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the debug container's command ran on a node with --allow-exec=false")
+	}
+	r := f.ctl(t, "debug", "app", "--image", "busybox:1.36", "-c", "dbg2", "-it", "--node", n.name, "--", "sh")
+	if r.code == 0 || !strings.Contains(r.stderr, "forbidden") {
+		t.Errorf("debug -it on a node without exec: %s", r)
 	}
 	f.ctl(t, "delete", "pod", "app", "--node", n.name, "--now")
 }

@@ -161,10 +161,86 @@ stringData:
 		t.Error("a ConfigMap update restarted the container")
 	}
 
+	// A pod whose containers put the Secret where the agent writes
+	// messages: expanded into a command path (a start error quotes it),
+	// into args echoed to a FallbackToLogsOnError termination message,
+	// printed by a failing readiness probe (env and envFrom) and by a
+	// failing postStart hook. Every message shows [redacted] instead.
+	envYAML := `    env:
+    - name: DB_PASSWORD
+      valueFrom: {secretKeyRef: {name: web-db, key: password}}`
+	leaky := testutil.WriteFile(t, dir, "leaky.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: leaky
+spec:
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+  - name: bad-cmd
+    image: busybox:1.36
+    command: ["/nonexistent-$(DB_PASSWORD)"]
+%[1]s
+  - name: bad-args
+    image: busybox:1.36
+    command: ["sh", "-c", "echo \"failed with $1\" >&2; exit 3", "sh", "$(DB_PASSWORD)"]
+    terminationMessagePolicy: FallbackToLogsOnError
+%[1]s
+  - name: probed
+    image: busybox:1.36
+    command: ["sh", "-c", "exec sleep 300"]
+    envFrom:
+    - secretRef: {name: web-db}
+    readinessProbe:
+      exec: {command: ["sh", "-c", "echo \"not ready: $password\"; exit 1"]}
+      periodSeconds: 1
+  - name: hooked
+    image: busybox:1.36
+    command: ["sh", "-c", "exec sleep 300"]
+%[1]s
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "echo \"hook: $DB_PASSWORD\"; exit 1"]}
+`, envYAML))
+	f.mustCtl(t, "apply", "-f", leaky, "--node", n.name)
+	eventually(t, waitFor, func() error {
+		events := f.mustCtl(t, "events", "--node", n.name)
+		for _, want := range [][]string{
+			{"Failed", "pod/leaky", "/nonexistent-[redacted]"},
+			{"Unhealthy", "pod/leaky", "not ready: [redacted]"},
+			{"FailedPostStartHook", "pod/leaky", "hook: [redacted]"},
+		} {
+			if !eventHas(events, want[0], want[1:]...) {
+				return fmt.Errorf("no %s event with %q:\n%s", want[0], want[1:], events)
+			}
+		}
+		p = f.getPod(t, n.name, "default", "leaky")
+		if p == nil {
+			return fmt.Errorf("no status for leaky")
+		}
+		var msgs []string
+		for _, cs := range p.Status.ContainerStatuses {
+			if s := cs.State.Terminated; s != nil {
+				msgs = append(msgs, cs.Name+": "+s.Message)
+			}
+			if s := cs.State.Waiting; s != nil {
+				msgs = append(msgs, cs.Name+": "+s.Message)
+			}
+		}
+		all := strings.Join(msgs, "\n")
+		for _, want := range []string{"bad-args: failed with [redacted]", "/nonexistent-[redacted]"} {
+			if !strings.Contains(all, want) {
+				return fmt.Errorf("container messages lack %q:\n%s", want, all)
+			}
+		}
+		return nil
+	})
+
 	// The secret is nowhere it must not be.
 	for what, text := range map[string]string{
 		"get pods -o yaml": f.mustCtl(t, "get", "pods", "--node", n.name, "-o", "yaml"),
 		"describe":         f.mustCtl(t, "describe", "pod", "web", "--node", n.name),
+		"describe leaky":   f.mustCtl(t, "describe", "pod", "leaky", "--node", n.name),
 		"events":           f.mustCtl(t, "events", "--node", n.name),
 		"get secrets":      f.mustCtl(t, "get", "secrets"),
 	} {
@@ -183,7 +259,9 @@ stringData:
 	}
 
 	f.mustCtl(t, "delete", "pod", "web", "--node", n.name, "--now")
+	f.mustCtl(t, "delete", "pod", "leaky", "--node", n.name, "--now")
 	f.waitGone(t, n.name, "default", "web")
+	f.waitGone(t, n.name, "default", "leaky")
 }
 
 type nopWriter struct{}
