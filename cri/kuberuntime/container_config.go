@@ -165,8 +165,17 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 				return nil, fmt.Errorf("%s: emptyDir volume %q needs the manager's PodsDir", field, vm.Name)
 			}
 			host = m.emptyDirPath(pod, vm.Name)
-			if err := os.MkdirAll(host, 0o777); err != nil {
-				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+			switch vol.EmptyDir.Medium {
+			case v1.StorageMediumDefault:
+				if err := os.MkdirAll(host, 0o777); err != nil {
+					return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+				}
+			case v1.StorageMediumMemory:
+				if err := m.mountMemoryVolume(pod, vol); err != nil {
+					return nil, fmt.Errorf("%s: %w", field, err)
+				}
+			default:
+				return nil, fmt.Errorf("%s: emptyDir volume %q: medium %q is not supported (\"\" or Memory)", field, vm.Name, vol.EmptyDir.Medium)
 			}
 		case isProjected(vol):
 			if m.opts.PodsDir == "" {

@@ -53,7 +53,7 @@ func (r *Runtime) containerCgroups(id string, res *runtimeapi.LinuxContainerReso
 	}
 	var dirs []string
 	for _, ctrl := range cgroupControllers {
-		d := filepath.Join(r.iso.cgroups[ctrl], cgroupParent, id)
+		d := r.cgroupDir(ctrl, id)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create cgroup: %w", err)
 		}
@@ -66,7 +66,51 @@ func (r *Runtime) containerCgroups(id string, res *runtimeapi.LinuxContainerReso
 }
 
 func (r *Runtime) cgroupFile(ctrl, id, file string) string {
-	return filepath.Join(r.iso.cgroups[ctrl], cgroupParent, id, file)
+	return filepath.Join(r.cgroupDir(ctrl, id), file)
+}
+
+// cgroupDir is container id's cgroup in controller ctrl's hierarchy: under
+// its sandbox's cgroup_parent, else under "actorlet".
+func (r *Runtime) cgroupDir(ctrl, id string) string {
+	parent := cgroupParent
+	if p, ok := r.cgroupParents.Load(id); ok {
+		parent = p.(string)
+	}
+	return filepath.Join(r.iso.cgroups[ctrl], parent, id)
+}
+
+// maxCgroupParent bounds a sandbox's cgroup_parent.
+const maxCgroupParent = 1024
+
+// sandboxCgroupParent checks a sandbox config's cgroup_parent (a cgroupfs
+// path, as the kubelet's cgroupfs driver gives) and returns it relative to
+// each hierarchy's root, "" for the runtime's default.
+func sandboxCgroupParent(config *runtimeapi.PodSandboxConfig) (string, error) {
+	p := config.GetLinux().GetCgroupParent()
+	switch {
+	case p == "":
+		return "", nil
+	case len(p) > maxCgroupParent:
+		return "", fmt.Errorf("config.linux.cgroup_parent: %d bytes, limit is %d", len(p), maxCgroupParent)
+	case strings.HasSuffix(p, ".slice"):
+		return "", fmt.Errorf("config.linux.cgroup_parent %q: a systemd slice; the process runtime manages cgroupfs paths (kubelet cgroupDriver: cgroupfs)", p)
+	case strings.ContainsRune(p, 0):
+		return "", fmt.Errorf("config.linux.cgroup_parent: contains a NUL byte")
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("config.linux.cgroup_parent %q: must not contain \"..\"", p)
+		}
+	}
+	return strings.TrimPrefix(filepath.Clean("/"+p), "/"), nil
+}
+
+// setCgroupParent records the cgroup parent of container id (from its
+// sandbox's config; "" keeps the default).
+func (r *Runtime) setCgroupParent(id string, sb *runtimeapi.PodSandboxConfig) {
+	if p, err := sandboxCgroupParent(sb); err == nil && p != "" {
+		r.cgroupParents.Store(id, p)
+	}
 }
 
 // applyResources writes memory and CPU limits into the container's
@@ -116,7 +160,7 @@ func (r *Runtime) removeCgroups(id string) {
 		return
 	}
 	for _, ctrl := range cgroupControllers {
-		d := filepath.Join(r.iso.cgroups[ctrl], cgroupParent, id)
+		d := r.cgroupDir(ctrl, id)
 		// A killed container's last processes may still be leaving (a
 		// zombie waiting for the pod's init counts): EBUSY for a moment.
 		var err error

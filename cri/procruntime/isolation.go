@@ -1,6 +1,7 @@
 package procruntime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,9 +27,14 @@ import (
 //     shim joins before starting it; memory and CPU limits of the config
 //     and of UpdateContainerResources are written there, and stats read
 //     from it.
+//   - Filesystem (needs Namespaces): each container sees a filesystem view
+//     of its own (rootfs.go): the host's root read-only, its mounts at
+//     their container paths, a /dev, /proc and /tmp of the pod's.
 //
 // Without root, or with Options.Isolation.Namespaces / .Cgroups off, the
-// runtime runs containers as plain host processes, as before.
+// runtime runs containers as plain host processes, as before; without
+// Filesystem a container whose mounts would need a view is refused
+// (checkMounts) unless Options.HostFilesystem asks for the old behaviour.
 
 // Isolation selects the optional isolation of the process runtime.
 type Isolation struct {
@@ -38,6 +44,9 @@ type Isolation struct {
 	// Cgroups: a cgroup per container, for accounting and limits. Needs
 	// root and writable cgroup v1 memory, cpu and cpuacct hierarchies.
 	Cgroups bool
+	// Filesystem: a filesystem view per container (rootfs.go). Needs
+	// Namespaces.
+	Filesystem bool
 }
 
 func (i Isolation) String() string {
@@ -48,14 +57,17 @@ func (i Isolation) String() string {
 	if i.Cgroups {
 		parts = append(parts, "cgroups")
 	}
+	if i.Filesystem {
+		parts = append(parts, "filesystem")
+	}
 	if len(parts) == 0 {
 		return "none"
 	}
 	return strings.Join(parts, ",")
 }
 
-// ParseIsolation reads "auto" (DefaultIsolation), "none", "namespaces",
-// "cgroups" or "namespaces,cgroups".
+// ParseIsolation reads "auto" (DefaultIsolation), "none", or a list of
+// "namespaces", "cgroups" and "filesystem" (which needs "namespaces").
 func ParseIsolation(s string) (Isolation, error) {
 	switch s {
 	case "auto", "":
@@ -70,9 +82,14 @@ func ParseIsolation(s string) (Isolation, error) {
 			iso.Namespaces = true
 		case "cgroups":
 			iso.Cgroups = true
+		case "filesystem":
+			iso.Filesystem = true
 		default:
-			return Isolation{}, fmt.Errorf("%q: want auto, none, namespaces, cgroups or namespaces,cgroups", s)
+			return Isolation{}, fmt.Errorf("%q: want auto, none, or a list of namespaces, cgroups, filesystem", s)
 		}
+	}
+	if iso.Filesystem && !iso.Namespaces {
+		return Isolation{}, fmt.Errorf("%q: filesystem needs namespaces (the view is built in the pod's namespaces)", s)
 	}
 	return iso, nil
 }
@@ -85,7 +102,7 @@ func DefaultIsolation() Isolation {
 	}
 	_, err := exec.LookPath("nsenter")
 	_, cgErr := cgroupMounts()
-	return Isolation{Namespaces: err == nil, Cgroups: cgErr == nil}
+	return Isolation{Namespaces: err == nil, Cgroups: cgErr == nil, Filesystem: err == nil}
 }
 
 // isolator carries the isolation in effect.
@@ -118,5 +135,29 @@ func newIsolator(mode Isolation) (*isolator, error) {
 		iso.cgroups = m
 		iso.mode.Cgroups = true
 	}
+	if mode.Filesystem {
+		if !iso.mode.Namespaces {
+			return nil, errors.New("procruntime: isolation: filesystem: needs namespaces")
+		}
+		if err := checkViewSupport(); err != nil {
+			return nil, fmt.Errorf("procruntime: isolation: filesystem: %w", err)
+		}
+		iso.mode.Filesystem = true
+	}
 	return iso, nil
+}
+
+// checkViewSupport checks the kernel has what a filesystem view is built
+// with: overlay, tmpfs and devpts file systems.
+func checkViewSupport() error {
+	b, err := os.ReadFile("/proc/filesystems")
+	if err != nil {
+		return err
+	}
+	for _, fs := range []string{"overlay", "tmpfs", "devpts"} {
+		if !strings.Contains(string(b), "\t"+fs+"\n") {
+			return fmt.Errorf("the kernel has no %s file system (/proc/filesystems)", fs)
+		}
+	}
+	return nil
 }

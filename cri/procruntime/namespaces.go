@@ -30,6 +30,9 @@ const sandboxArgv0 = "actorlet-sandbox"
 // resolvEnvVar names the resolv.conf the holder mounts over the host's.
 const resolvEnvVar = "ACTORLET_PROCRUNTIME_RESOLV"
 
+// shmEnvVar names the directory the holder mounts the pod's /dev/shm on.
+const shmEnvVar = "ACTORLET_PROCRUNTIME_SHM"
+
 // sysctlEnvVar carries the pod's sysctls to the holder (JSON).
 const sysctlEnvVar = "ACTORLET_PROCRUNTIME_SYSCTLS"
 
@@ -66,6 +69,22 @@ func (r *Runtime) startHolder(s *sandbox) error {
 			return err
 		}
 		cmd.Env = append(cmd.Env, sysctlEnvVar+"="+string(b))
+	}
+	if r.iso.mode.Filesystem {
+		// The pod's /tmp (on disk, shared by its containers) and /dev/shm
+		// (a tmpfs in the holder's mount namespace, gone with it).
+		tmp := filepath.Join(dir, podTmpDir)
+		if err := os.Mkdir(tmp, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create the pod's /tmp: %w", err)
+		}
+		if err := os.Chmod(tmp, os.ModeSticky|0o777); err != nil {
+			return fmt.Errorf("create the pod's /tmp: %w", err)
+		}
+		shm := filepath.Join(dir, podShmDir)
+		if err := os.Mkdir(shm, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create the pod's /dev/shm: %w", err)
+		}
+		cmd.Env = append(cmd.Env, shmEnvVar+"="+shm)
 	}
 	if dns := s.config.GetDnsConfig(); dns != nil {
 		path := filepath.Join(dir, "resolv.conf")
@@ -141,6 +160,11 @@ func runHolder(hostname string) {
 			fail(fmt.Errorf("mount the pod's resolv.conf: %w", err))
 		}
 	}
+	if shm := os.Getenv(shmEnvVar); shm != "" {
+		if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=65536k"); err != nil {
+			fail(fmt.Errorf("mount the pod's /dev/shm: %w", err))
+		}
+	}
 	if os.Getpid() == 1 {
 		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 			fail(fmt.Errorf("mount /proc: %w", err))
@@ -184,10 +208,10 @@ func runHolder(hostname string) {
 	}
 }
 
-// enterArgs is the nsenter command line that runs a command in sandbox
-// sandboxID's namespaces, nil when it has none. dir is the working
-// directory inside ("" keeps nsenter's default, the root).
-func (r *Runtime) enterArgsLocked(sandboxID, dir string) ([]string, error) {
+// enterArgsLocked is the nsenter command line that runs a command in
+// sandbox sandboxID's namespaces, nil when it has none: its holder's mount
+// namespace, or the one at mountNS (a container's filesystem view).
+func (r *Runtime) enterArgsLocked(sandboxID, mountNS string) ([]string, error) {
 	if r.iso == nil || !r.iso.mode.Namespaces {
 		return nil, nil
 	}
@@ -198,10 +222,11 @@ func (r *Runtime) enterArgsLocked(sandboxID, dir string) ([]string, error) {
 	if !s.rec.Holder.alive() {
 		return nil, fmt.Errorf("sandbox %q: its namespaces are gone (holder process %d exited)", sandboxID, s.rec.Holder.PID)
 	}
-	args := []string{r.iso.nsenter, "--target", strconv.Itoa(s.rec.Holder.PID), "--mount", "--uts", "--ipc", "--pid"}
-	if dir != "" {
-		args = append(args, "--wd="+dir)
+	mount := "--mount"
+	if mountNS != "" {
+		mount += "=" + mountNS
 	}
+	args := []string{r.iso.nsenter, "--target", strconv.Itoa(s.rec.Holder.PID), mount, "--uts", "--ipc", "--pid"}
 	return append(args, "--"), nil
 }
 

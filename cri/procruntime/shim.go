@@ -56,6 +56,9 @@ type shimSpec struct {
 	Cgroups []string `json:"cgroups,omitempty"`
 	// Credential is the user it runs as (credential.go); nil: the shim's.
 	Credential *credential `json:"credential,omitempty"`
+	// View is the container's view.json (rootfs.go): it starts through an
+	// init that builds its filesystem view. "": the host's filesystem.
+	View string `json:"view,omitempty"`
 }
 
 // startedRecord is started.json, written by the shim once the process runs.
@@ -119,6 +122,7 @@ const (
 // package that starts this runtime. It returns at once, unless this
 // process was started as a container shim: then it runs the shim and exits.
 func MaybeRunShim() {
+	maybeRunInit()
 	maybeExecWrapper()
 	if h, ok := os.LookupEnv(sandboxEnvVar); ok {
 		runHolder(h) // never returns
@@ -288,6 +292,9 @@ func (o *outputCopier) wait(d time.Duration) {
 	<-done
 }
 
+// maxInitError bounds what the shim reads of an init's failure.
+const maxInitError = 64 * 1024
+
 // startProcess starts the container's process in its own process group with
 // its output copied into the CRI log file and its stdio attachable.
 func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *containerIO, error) {
@@ -301,16 +308,33 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *container
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("open log file: %w", err)
 	}
-	path, err := lookPathIn(spec.Args[0], spec.Env)
-	if err != nil {
-		logFile.Close()
-		return nil, nil, nil, nil, err
+	var cmd *exec.Cmd
+	var syncR, syncW *os.File
+	if spec.View == "" {
+		path, err := lookPathIn(spec.Args[0], spec.Env)
+		if err != nil {
+			logFile.Close()
+			return nil, nil, nil, nil, err
+		}
+		cmd = exec.Command(path, spec.Args[1:]...)
+		cmd.Args[0] = spec.Args[0]
+		cmd.Dir = spec.Dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential.sys()}
+	} else {
+		// The init (rootfs.go) builds the view in a mount namespace of its
+		// own, then becomes the container's process; it reports a failure
+		// on the pipe, which its exec closes.
+		if syncR, syncW, err = os.Pipe(); err != nil {
+			logFile.Close()
+			return nil, nil, nil, nil, fmt.Errorf("create init pipe: %w", err)
+		}
+		defer syncR.Close()
+		cmd = exec.Command("/proc/self/exe")
+		cmd.Args = append([]string{initArgv0, spec.View, spec.Credential.encode()}, spec.Args...)
+		cmd.ExtraFiles = []*os.File{syncW} // initSyncFD
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNS}
 	}
-	cmd := exec.Command(path, spec.Args[1:]...)
-	cmd.Args[0] = spec.Args[0]
 	cmd.Env = spec.Env
-	cmd.Dir = spec.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential.sys()}
 
 	cio, err := newContainerIO(spec, cmd)
 	if err != nil {
@@ -326,6 +350,16 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *container
 	err = cmd.Start()
 	leaveCgroups(spec.Cgroups)
 	cio.closeChildEnds()
+	if syncW != nil {
+		syncW.Close()
+	}
+	if err == nil && syncR != nil {
+		msg, _ := io.ReadAll(io.LimitReader(syncR, maxInitError))
+		if len(msg) > 0 {
+			_ = cmd.Wait()
+			err = errors.New(string(msg))
+		}
+	}
 	if err != nil {
 		logFile.Close()
 		cio.closeAll()

@@ -18,8 +18,28 @@ import (
 
 // Start starts a process runtime keeping its state in rootDir, serving on
 // a short socket path (unix socket paths are limited to about 100 bytes),
-// and dials it. t.Cleanup closes the client and destroys the runtime.
+// and dials it. t.Cleanup closes the client and destroys the runtime. It
+// runs unisolated, on the host's filesystem (HostFilesystem: a volume
+// stays at its host path), as any user can.
 func Start(t testing.TB, rootDir string) (*procruntime.Runtime, *cri.Client) {
+	t.Helper()
+	return StartWith(t, procruntime.Options{RootDir: rootDir, HostIP: "127.0.0.1", HostFilesystem: true})
+}
+
+// StartIsolated is Start with every isolation this machine allows
+// (procruntime.DefaultIsolation) and filesystem views; the test is skipped
+// without them (they need root).
+func StartIsolated(t testing.TB, rootDir string, hide ...string) (*procruntime.Runtime, *cri.Client) {
+	t.Helper()
+	iso := procruntime.DefaultIsolation()
+	if !iso.Filesystem {
+		t.Skipf("filesystem views need root and nsenter (have isolation %s)", iso)
+	}
+	return StartWith(t, procruntime.Options{RootDir: rootDir, HostIP: "127.0.0.1", Isolation: iso, HidePaths: hide})
+}
+
+// StartWith is Start with opts (RootDir included).
+func StartWith(t testing.TB, opts procruntime.Options) (*procruntime.Runtime, *cri.Client) {
 	t.Helper()
 	sockDir, err := os.MkdirTemp("", "rt")
 	if err != nil {
@@ -27,7 +47,7 @@ func Start(t testing.TB, rootDir string) (*procruntime.Runtime, *cri.Client) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(sockDir) })
 	endpoint := "unix://" + filepath.Join(sockDir, "cri.sock")
-	rt, err := procruntime.Start(procruntime.Options{RootDir: rootDir, HostIP: "127.0.0.1"}, endpoint)
+	rt, err := procruntime.Start(opts, endpoint)
 	if err != nil {
 		t.Fatalf("start the process runtime: %v", err)
 	}
