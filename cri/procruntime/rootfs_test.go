@@ -206,6 +206,18 @@ func TestFilesystemView(t *testing.T) {
 		}
 	})
 
+	t.Run("adopted by a restarted runtime, execs still enter the view", func(t *testing.T) {
+		pid, _ := e.pids(appID)
+		e.rt.Stop()
+		e.start()
+		if got := e.execOut(appID, "cat", "/etc/config/color"); got != "blue" {
+			t.Errorf("/etc/config/color after a runtime restart = %q", got)
+		}
+		if again, _ := e.pids(appID); again != pid {
+			t.Errorf("container process %d became %d: started twice", pid, again)
+		}
+	})
+
 	t.Run("a symlink planted in a volume leads nowhere outside", func(t *testing.T) {
 		if err := os.Symlink("/etc", filepath.Join(work, "link")); err != nil {
 			t.Fatal(err)
@@ -248,6 +260,34 @@ func TestFilesystemView(t *testing.T) {
 			t.Errorf("the host changed:\nbefore\n%s\nafter\n%s", stateBefore, after)
 		}
 	})
+}
+
+// TestViewHidesPaths: HidePaths (the agent's state) are empty in a view.
+func TestViewHidesPaths(t *testing.T) {
+	if !procruntime.DefaultIsolation().Filesystem {
+		t.Skip("filesystem views need root")
+	}
+	// Outside /tmp, which a view replaces with the pod's own anyway.
+	hidden, err := os.MkdirTemp("/var/tmp", "actorlet-hide-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(hidden) })
+	if err := os.WriteFile(filepath.Join(hidden, "admin.creds"), []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	e := &env{t: t, root: filepath.Join(dir, "state"), sock: filepath.Join(dir, "cri.sock"), logDir: filepath.Join(dir, "logs"),
+		iso: procruntime.DefaultIsolation(), hide: []string{hidden}}
+	e.start()
+	sb, sbCfg := e.runSandbox("hide", nil)
+	id := e.run(sb, sbCfg, containerConfig("c", nil, "sleep", "60"))
+	if out, code := e.execErr(id, "cat", filepath.Join(hidden, "admin.creds")); code == 0 {
+		t.Errorf("a hidden file is readable in the view: %q", out)
+	}
+	if out := e.execOut(id, "ls", "-A", hidden); out != "" {
+		t.Errorf("a hidden directory lists %q in the view", out)
+	}
 }
 
 func TestViewMountChecks(t *testing.T) {
