@@ -28,61 +28,18 @@ func newViewEnv(t *testing.T) *env {
 	return newIsolatedEnv(t)
 }
 
-// ourMounts lists the host's mounts a test's runtime could have left:
-// under one of dirs, or an overlay on the host's root (a view). Other
-// mounts come and go with whatever else runs on the machine.
-func ourMounts(t *testing.T, dirs ...string) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 5 {
-			continue
-		}
-		mine := strings.Contains(l, "lowerdir=/,")
-		for _, d := range dirs {
-			mine = mine || f[4] == d || strings.HasPrefix(f[4], d+"/")
-		}
-		if mine {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // hostState is what a pod must never change on the host: the mode and
 // owner of /, /tmp, /etc and /dev, the entries of / and /etc, and the
 // files the tests' pods write to in their own /tmp and /dev.
 func hostState(t *testing.T) string {
 	t.Helper()
-	var b strings.Builder
-	for _, d := range []string{"/", "/tmp", "/etc", "/dev"} {
-		var st syscall.Stat_t
-		if err := syscall.Stat(d, &st); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s %o %d:%d\n", d, st.Mode, st.Uid, st.Gid)
-		if d != "/" && d != "/etc" {
-			continue
-		}
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			fmt.Fprintf(&b, "  %s\n", e.Name())
-		}
-	}
+	s := testutil.HostSnapshot(t, []string{"/", "/etc"}, []string{"/tmp", "/dev"})
 	for _, f := range []string{"/tmp/healthy", "/dev/termination-log", "/x", "/usr/share/message", "/var/log/1.log"} {
 		if _, err := os.Lstat(f); err == nil {
-			fmt.Fprintf(&b, "%s exists\n", f)
+			s += f + " exists\n"
 		}
 	}
-	return b.String()
+	return s
 }
 
 func (e *env) execErr(id string, cmd ...string) (string, int32) {
@@ -251,7 +208,7 @@ func TestFilesystemView(t *testing.T) {
 			}
 		}
 		testutil.Eventually(t, 10*time.Second, func() error {
-			if left := ourMounts(t, filepath.Dir(e.root), vols); len(left) > 0 {
+			if left := testutil.MountsUnder(t, filepath.Dir(e.root), vols); len(left) > 0 {
 				return fmt.Errorf("mounts left on the host: %q", left)
 			}
 			return nil

@@ -5,52 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/actorlet/actorlet/test/testutil"
 	v1 "k8s.io/api/core/v1"
 )
-
-// hostRootState is what no pod may change on the host: the mode and owner
-// of /, /tmp and /etc, and the entries of / and /etc.
-func hostRootState(t *testing.T) string {
-	t.Helper()
-	var b strings.Builder
-	for _, d := range []string{"/", "/tmp", "/etc"} {
-		var st syscall.Stat_t
-		if err := syscall.Stat(d, &st); err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s %o %d:%d\n", d, st.Mode, st.Uid, st.Gid)
-		if d == "/tmp" {
-			continue // other tests come and go there
-		}
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			fmt.Fprintf(&b, "  %s\n", e.Name())
-		}
-	}
-	return b.String()
-}
-
-// mountsUnder lists the host's mounts at or below dir.
-func mountsUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
-	}
-	return out
-}
 
 // hostileManifest is a pod trying to change the host through its root.
 const hostileManifest = `apiVersion: v1
@@ -71,7 +30,7 @@ spec:
 // actorletctl exec. A pod cannot change the host's root nor write outside
 // its volumes, and nothing stays mounted once the pods are gone.
 func testVolumeManifests(t *testing.T, f *fleet) {
-	hostBefore := hostRootState(t)
+	hostBefore := testutil.HostSnapshot(t, []string{"/", "/etc"}, []string{"/tmp"})
 	n := f.startNodeOn(t, "vol-n1", map[string]string{"role": "volumes"}, nil, true)
 	files, err := filepath.Glob(filepath.Join(examplesDir(t), "volumes", "*.yaml"))
 	if err != nil || len(files) < 6 {
@@ -224,12 +183,12 @@ func testVolumeManifests(t *testing.T, f *fleet) {
 		f.waitGone(t, n.name, "default", p)
 	}
 	eventually(t, waitFor, func() error {
-		if m := mountsUnder(t, filepath.Dir(n.cfg.RootDir)); len(m) > 0 {
+		if m := testutil.MountsUnder(t, filepath.Dir(n.cfg.RootDir)); len(m) > 0 {
 			return fmt.Errorf("mounts left on the host: %q", m)
 		}
 		return nil
 	})
-	if after := hostRootState(t); after != hostBefore {
+	if after := testutil.HostSnapshot(t, []string{"/", "/etc"}, []string{"/tmp"}); after != hostBefore {
 		t.Errorf("the host changed:\nbefore\n%s\nafter\n%s", hostBefore, after)
 	}
 }
