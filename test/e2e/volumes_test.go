@@ -84,6 +84,7 @@ func TestVolumeManifests(t *testing.T) {
 	noRestarts(a.waitPod(t, "config-reader", 90*time.Second, isRunning))
 	contains("config-reader", "/etc/config/game.properties", "enemies=aliens")
 	file("config-reader", "", "/etc/items/keys/how", "very")
+	contains("config-reader", "/etc/game.properties", "enemies=aliens") // subPath
 	file("config-reader", "", "/etc/secret-volume/username", "my-app")
 	file("config-reader", "", "/etc/secret-items/my-group/my-username", "my-app")
 

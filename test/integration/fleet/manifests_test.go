@@ -82,6 +82,7 @@ func testVolumeManifests(t *testing.T, f *fleet) {
 		noRestarts(f.waitRunning(t, n.name, "default", "config-reader"))
 		contains("config-reader", "", "/etc/config/game.properties", "enemies=aliens", "lives=3")
 		file("config-reader", "", "/etc/config/special.how", "very")
+		contains("config-reader", "", "/etc/game.properties", "enemies=aliens") // subPath
 		file("config-reader", "", "/etc/items/keys/how", "very")
 		if r := run("config-reader", "", "ls", "/etc/items"); strings.TrimSpace(r.stdout) != "keys" {
 			t.Errorf("items volume holds %s, want only keys", r)
