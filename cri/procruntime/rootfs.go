@@ -93,6 +93,9 @@ type viewMount struct {
 	Data     string  `json:"data,omitempty"`
 	Flags    uintptr `json:"flags,omitempty"`
 	Readonly bool    `json:"readonly,omitempty"`
+	// RecursiveReadonly: the mounts below the source read-only too (CRI
+	// recursive_read_only); Readonly alone leaves them as they are.
+	RecursiveReadonly bool `json:"recursiveReadonly,omitempty"`
 	// Slave: rslave (HostToContainer) instead of private.
 	Slave bool `json:"slave,omitempty"`
 }
@@ -124,6 +127,8 @@ func checkMounts(mounts []*runtimeapi.Mount, view bool) error {
 		switch c := filepath.Clean(cp); {
 		case c == "/" || c == "/proc":
 			return fmt.Errorf("%s.container_path %q: the view keeps its own %s", field, cp, c)
+		case m.GetRecursiveReadOnly() && (!m.GetReadonly() || m.GetPropagation() != runtimeapi.MountPropagation_PROPAGATION_PRIVATE):
+			return fmt.Errorf("%s.recursive_read_only: needs readonly and Private propagation", field)
 		case m.GetPropagation() == runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
 			return fmt.Errorf("%s.propagation: Bidirectional needs the host's mount namespace; the process runtime gives each container a view of its own (Private and HostToContainer are supported)", field)
 		}
@@ -195,10 +200,11 @@ func (r *Runtime) containerView(c *container, s *sandbox) *viewSpec {
 		t := filepath.Clean(m.GetContainerPath())
 		user[t] = true
 		own = append(own, viewMount{
-			Source:   m.GetHostPath(),
-			Target:   t,
-			Readonly: m.GetReadonly(),
-			Slave:    m.GetPropagation() == runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER,
+			Source:            m.GetHostPath(),
+			Target:            t,
+			Readonly:          m.GetReadonly(),
+			RecursiveReadonly: m.GetRecursiveReadOnly(),
+			Slave:             m.GetPropagation() == runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER,
 		})
 	}
 	var all []viewMount
@@ -576,9 +582,13 @@ func mountInView(rootFD int, m viewMount) error {
 	if err := unix.Mount("", fdPath(top), "", prop|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("set propagation: %w", err)
 	}
-	if m.Readonly {
-		err := unix.MountSetattr(top, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
-		if errors.Is(err, unix.ENOSYS) {
+	if m.Readonly || m.RecursiveReadonly {
+		flags := uint(unix.AT_EMPTY_PATH)
+		if m.RecursiveReadonly {
+			flags |= unix.AT_RECURSIVE
+		}
+		err := unix.MountSetattr(top, "", flags, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+		if errors.Is(err, unix.ENOSYS) && !m.RecursiveReadonly {
 			err = unix.Mount("", fdPath(top), "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, "")
 		}
 		if err != nil {

@@ -247,6 +247,38 @@ func TestViewHidesPaths(t *testing.T) {
 	}
 }
 
+// TestViewReadonlyMounts: readonly leaves the mounts below the source as
+// they are (CRI), recursive_read_only makes them read-only too.
+func TestViewReadonlyMounts(t *testing.T) {
+	e := newViewEnv(t)
+	src := t.TempDir()
+	sub := filepath.Join(src, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(sub, syscall.MNT_DETACH) })
+	sb, sbCfg := e.runSandbox("ro", nil)
+	cfg := containerConfig("c", nil, "sleep", "60")
+	cfg.Mounts = []*runtimeapi.Mount{
+		{ContainerPath: "/ro", HostPath: src, Readonly: true},
+		{ContainerPath: "/rro", HostPath: src, Readonly: true, RecursiveReadOnly: true},
+	}
+	id := e.run(sb, sbCfg, cfg)
+	for cmd, wantOK := range map[string]bool{"touch /ro/sub/f": true, "touch /ro/f": false, "touch /rro/sub/g": false} {
+		if out, code := e.execErr(id, "sh", "-c", cmd); (code == 0) != wantOK {
+			t.Errorf("%s: exit %d (%s), want success %v", cmd, code, out, wantOK)
+		}
+	}
+	bad := containerConfig("bad", nil, "true")
+	bad.Mounts = []*runtimeapi.Mount{{ContainerPath: "/rro", HostPath: src, RecursiveReadOnly: true}}
+	if _, err := e.c.CreateContainer(ctx(t), sb, bad, sbCfg); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "recursive_read_only") {
+		t.Errorf("recursive_read_only without readonly: %v", err)
+	}
+}
+
 func TestViewMountChecks(t *testing.T) {
 	e := newViewEnv(t)
 	sb, sbCfg := e.runSandbox("checks", nil)
