@@ -273,6 +273,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		spec.LogPath = os.DevNull
 	}
 	if r.iso.mode.Filesystem && s.rec.Holder.PID != 0 {
+		spec.Nsenter = r.iso.nsenter
 		if spec.View, err = r.writeView(c, s); err != nil {
 			c.starting = false
 			r.mu.Unlock()
@@ -372,6 +373,17 @@ func (r *Runtime) spawnShim(rec containerRecord, spec shimSpec) (*exec.Cmd, shim
 	}
 	cmd.Stdout, cmd.Stderr = shimLog, shimLog
 	cmd.ExtraFiles = []*os.File{pw, lock} // fd 3, fd 4 (shimReportFD, shimLockFD)
+	if spec.View != "" {
+		// fd 5 (shimMountNSFD): the runtime's mount namespace, which the
+		// container's view starts as a copy of (rootfs.go).
+		ns, err := os.Open("/proc/self/ns/mnt")
+		if err != nil {
+			pw.Close()
+			return nil, shimReport{}, fmt.Errorf("open the runtime's mount namespace: %w", err)
+		}
+		defer ns.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ns)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	pw.Close()

@@ -30,9 +30,6 @@ const sandboxArgv0 = "actorlet-sandbox"
 // resolvEnvVar names the resolv.conf the holder mounts over the host's.
 const resolvEnvVar = "ACTORLET_PROCRUNTIME_RESOLV"
 
-// shmEnvVar names the directory the holder mounts the pod's /dev/shm on.
-const shmEnvVar = "ACTORLET_PROCRUNTIME_SHM"
-
 // sysctlEnvVar carries the pod's sysctls to the holder (JSON).
 const sysctlEnvVar = "ACTORLET_PROCRUNTIME_SYSCTLS"
 
@@ -71,20 +68,17 @@ func (r *Runtime) startHolder(s *sandbox) error {
 		cmd.Env = append(cmd.Env, sysctlEnvVar+"="+string(b))
 	}
 	if r.iso.mode.Filesystem {
-		// The pod's /tmp (on disk, shared by its containers) and /dev/shm
-		// (a tmpfs in the holder's mount namespace, gone with it).
-		tmp := filepath.Join(dir, podTmpDir)
-		if err := os.Mkdir(tmp, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("create the pod's /tmp: %w", err)
+		// The pod's /tmp and /dev/shm, shared by its containers, on disk
+		// under the sandbox (removed with it).
+		for _, d := range []string{podTmpDir, podShmDir} {
+			p := filepath.Join(dir, d)
+			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("create the pod's %s: %w", d, err)
+			}
+			if err := os.Chmod(p, os.ModeSticky|0o777); err != nil {
+				return fmt.Errorf("create the pod's %s: %w", d, err)
+			}
 		}
-		if err := os.Chmod(tmp, os.ModeSticky|0o777); err != nil {
-			return fmt.Errorf("create the pod's /tmp: %w", err)
-		}
-		shm := filepath.Join(dir, podShmDir)
-		if err := os.Mkdir(shm, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("create the pod's /dev/shm: %w", err)
-		}
-		cmd.Env = append(cmd.Env, shmEnvVar+"="+shm)
 	}
 	if dns := s.config.GetDnsConfig(); dns != nil {
 		path := filepath.Join(dir, "resolv.conf")
@@ -158,11 +152,6 @@ func runHolder(hostname string) {
 	if resolv := os.Getenv(resolvEnvVar); resolv != "" {
 		if err := unix.Mount(resolv, "/etc/resolv.conf", "", unix.MS_BIND, ""); err != nil {
 			fail(fmt.Errorf("mount the pod's resolv.conf: %w", err))
-		}
-	}
-	if shm := os.Getenv(shmEnvVar); shm != "" {
-		if err := unix.Mount("shm", shm, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=65536k"); err != nil {
-			fail(fmt.Errorf("mount the pod's /dev/shm: %w", err))
 		}
 	}
 	if os.Getpid() == 1 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,9 +20,12 @@ import (
 // the kernel's own mechanisms when the container starts, so a restarted
 // container gets it again:
 //
-//   - the shim starts the container through an init (this binary, argv[0]
-//     "actorlet-init") in a mount namespace of its own (CLONE_NEWNS), a
-//     copy of its sandbox holder's;
+//   - the shim starts the container through an init (this binary, run by
+//     nsenter(1) in the runtime's mount namespace, "actorlet-init"), which
+//     first makes a mount namespace of its own (unshare(2) on a locked
+//     thread, checked): a copy of the runtime's as it is when the container
+//     starts, so a mount made on the host after the sandbox (a tmpfs under a
+//     hostPath) is seen;
 //   - the init makes every mount private, mounts a small tmpfs on the
 //     container's state directory (<root>/containers/<id>/rootfs) and in
 //     it an overlay whose lower layer is the host's root filesystem (so a
@@ -37,8 +41,9 @@ import (
 //   - it mounts, in path order: a /proc of the pod's PID namespace; a tmpfs
 //     /dev with the host's null, zero, full, random, urandom and tty bound
 //     in, a devpts instance of its own at /dev/pts and the pod's /dev/shm (a
-//     tmpfs of the sandbox holder); the pod's private /tmp
-//     (<root>/sandboxes/<id>/tmp, shared by its containers); and every CRI
+//     directory of the sandbox); the pod's private /tmp
+//     (<root>/sandboxes/<id>/tmp, shared by its containers); its DNS
+//     config at /etc/resolv.conf; and every CRI
 //     mount at its container_path (bind, read-only when asked, rslave for
 //     HostToContainer), the targets resolved inside the view
 //     (openat2(2) RESOLVE_IN_ROOT), so a symlink planted in a volume never
@@ -56,8 +61,13 @@ import (
 // argv = [initArgv0, view.json path, "uid:gid:groups" or "", argv…].
 const initArgv0 = "actorlet-init"
 
-// initSyncFD is the init's pipe to the shim.
-const initSyncFD = 3
+// The init's descriptors: its pipe to the shim, the runtime's mount
+// namespace (nsenter's), this binary (nsenter runs it from there).
+const (
+	initSyncFD    = 3
+	initMountNSFD = 4
+	initSelfFD    = 5
+)
 
 const (
 	viewFile    = "view.json"
@@ -194,6 +204,9 @@ func (r *Runtime) containerView(c *container, s *sandbox) *viewSpec {
 	for _, d := range devices {
 		system = append(system, viewMount{Target: "/dev/" + d, Source: "/dev/" + d})
 	}
+	if resolv := filepath.Join(sb, "resolv.conf"); s.config.GetDnsConfig() != nil {
+		system = append(system, viewMount{Target: "/etc/resolv.conf", Source: resolv, Readonly: true})
+	}
 	user := map[string]bool{}
 	var own []viewMount
 	for _, m := range c.config.GetMounts() {
@@ -237,19 +250,46 @@ func under(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// maybeRunInit runs the container init if this process is one.
+// maybeRunInit runs the container init if this process is one (started
+// by nsenter from its descriptor: argv[1] is initArgv0).
 func maybeRunInit() {
-	if len(os.Args) < 4 || os.Args[0] != initArgv0 {
+	if len(os.Args) < 5 || os.Args[1] != initArgv0 {
 		return
 	}
-	syscall.CloseOnExec(initSyncFD)
+	for _, fd := range []int{initSyncFD, initMountNSFD, initSelfFD} {
+		syscall.CloseOnExec(fd)
+	}
 	sync := os.NewFile(initSyncFD, "init-sync")
-	err := runInit(os.Args[1], os.Args[2], os.Args[3:])
+	// Every mount of the view is made by this thread, in a mount namespace
+	// it makes its own, and the command is exec'd from it.
+	runtime.LockOSThread()
+	err := ownMountNamespace()
+	if err == nil {
+		err = runInit(os.Args[2], os.Args[3], os.Args[4:])
+	}
 	// Only a failure returns.
 	if sync != nil {
 		_, _ = sync.WriteString(err.Error())
 	}
 	os.Exit(exitCodeStartError)
+}
+
+// ownMountNamespace moves the calling thread into a new mount namespace (a
+// copy of the runtime's, where nsenter put it) and checks it did: nothing
+// may ever be mounted in the runtime's.
+func ownMountNamespace() error {
+	before, err := os.Readlink("/proc/thread-self/ns/mnt")
+	if err != nil {
+		return fmt.Errorf("read the mount namespace: %w", err)
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
+		return fmt.Errorf("make a mount namespace (unshare): %w", err)
+	}
+	after, err := os.Readlink("/proc/thread-self/ns/mnt")
+	if err != nil || after == before {
+		return fmt.Errorf("no mount namespace of its own (%s, %v)", after, err)
+	}
+	return nil
 }
 
 // runInit builds the view, enters it and execs argv; it returns only on

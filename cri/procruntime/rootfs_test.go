@@ -248,7 +248,8 @@ func TestViewHidesPaths(t *testing.T) {
 }
 
 // TestViewReadonlyMounts: readonly leaves the mounts below the source as
-// they are (CRI), recursive_read_only makes them read-only too.
+// they are (CRI), recursive_read_only makes them read-only too; a mount
+// made on the host after the sandbox started is in the view.
 func TestViewReadonlyMounts(t *testing.T) {
 	e := newViewEnv(t)
 	src := t.TempDir()
@@ -256,11 +257,13 @@ func TestViewReadonlyMounts(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	sb, sbCfg := e.runSandbox("ro", nil)
+	// Mounted on the host after the sandbox started: a view copies the
+	// host's mounts when its container starts.
 	if err := syscall.Mount("tmpfs", sub, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(sub, syscall.MNT_DETACH) })
-	sb, sbCfg := e.runSandbox("ro", nil)
 	cfg := containerConfig("c", nil, "sleep", "60")
 	cfg.Mounts = []*runtimeapi.Mount{
 		{ContainerPath: "/ro", HostPath: src, Readonly: true},

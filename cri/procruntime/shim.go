@@ -59,6 +59,9 @@ type shimSpec struct {
 	// View is the container's view.json (rootfs.go): it starts through an
 	// init that builds its filesystem view. "": the host's filesystem.
 	View string `json:"view,omitempty"`
+	// Nsenter is nsenter(1), which puts the view's init in the runtime's
+	// mount namespace (shimMountNSFD) before it makes its own.
+	Nsenter string `json:"nsenter,omitempty"`
 }
 
 // startedRecord is started.json, written by the shim once the process runs.
@@ -116,6 +119,8 @@ const (
 const (
 	shimReportFD = 3
 	shimLockFD   = 4
+	// shimMountNSFD, with a filesystem view: the runtime's mount namespace.
+	shimMountNSFD = 5
 )
 
 // MaybeRunShim must be the first call in main() and in TestMain of any
@@ -144,6 +149,7 @@ func runShim(dir string) error {
 	// with the shim, and the report pipe is the runtime's business.
 	syscall.CloseOnExec(shimReportFD)
 	syscall.CloseOnExec(shimLockFD)
+	syscall.CloseOnExec(shimMountNSFD) // EBADF without a view: harmless
 	report := os.NewFile(shimReportFD, "shim-report")
 	if report == nil {
 		return errors.New("no report pipe on fd 3")
@@ -329,10 +335,21 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *container
 			return nil, nil, nil, nil, fmt.Errorf("create init pipe: %w", err)
 		}
 		defer syncR.Close()
-		cmd = exec.Command("/proc/self/exe")
-		cmd.Args = append([]string{initArgv0, spec.View, spec.Credential.encode()}, spec.Args...)
-		cmd.ExtraFiles = []*os.File{syncW} // initSyncFD
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNS}
+		self, err := os.Open("/proc/self/exe")
+		if err != nil {
+			logFile.Close()
+			return nil, nil, nil, nil, fmt.Errorf("open this binary: %w", err)
+		}
+		defer self.Close()
+		// nsenter enters the runtime's mount namespace (so the view sees
+		// the host's mounts as they are now, not as they were when the
+		// sandbox started) and runs the init from its descriptor; the init
+		// makes a mount namespace of its own first thing.
+		cmd = exec.Command(spec.Nsenter, append([]string{spec.Nsenter, fmt.Sprintf("--mount=/proc/self/fd/%d", initMountNSFD), "--",
+			fmt.Sprintf("/proc/self/fd/%d", initSelfFD), initArgv0, spec.View, spec.Credential.encode()}, spec.Args...)...)
+		cmd.Args = cmd.Args[1:]
+		cmd.ExtraFiles = []*os.File{syncW, os.NewFile(shimMountNSFD, "runtime-mount-ns"), self} // initSyncFD, initMountNSFD, initSelfFD
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
 	cmd.Env = spec.Env
 
