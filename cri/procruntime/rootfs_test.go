@@ -275,6 +275,10 @@ func TestViewReadonlyMounts(t *testing.T) {
 			t.Errorf("%s: exit %d (%s), want success %v", cmd, code, out, wantOK)
 		}
 	}
+	st, err := e.rawRuntime().Status(ctx(t), &runtimeapi.StatusRequest{})
+	if err != nil || len(st.RuntimeHandlers) == 0 || !st.RuntimeHandlers[0].Features.GetRecursiveReadOnlyMounts() {
+		t.Errorf("runtime handlers %v, %v: want recursive read-only mounts advertised", st.GetRuntimeHandlers(), err)
+	}
 	bad := containerConfig("bad", nil, "true")
 	bad.Mounts = []*runtimeapi.Mount{{ContainerPath: "/rro", HostPath: src, RecursiveReadOnly: true}}
 	if _, err := e.c.CreateContainer(ctx(t), sb, bad, sbCfg); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "recursive_read_only") {
