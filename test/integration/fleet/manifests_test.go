@@ -1,10 +1,13 @@
 package fleet
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/actorlet/actorlet/test/testutil"
@@ -174,6 +177,30 @@ func testVolumeManifests(t *testing.T, f *fleet) {
 		}
 		if r := run("host-toucher", "", "ls", n.cfg.RootDir); r.code == 0 && strings.TrimSpace(r.stdout) != "" {
 			t.Errorf("the agent's state is visible in the pod: %s", r)
+		}
+	})
+
+	t.Run("a dead sandbox holder: the pod gets a new sandbox", func(t *testing.T) {
+		sbs := n.sandboxes("default", "host-toucher")
+		if len(sbs) != 1 {
+			t.Fatalf("sandboxes of host-toucher: %v", sbs)
+		}
+		resp, err := n.cri.PodSandboxStatus(context.Background(), sbs[0].Id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct{ Pid int }
+		if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.Pid == 0 {
+			t.Fatalf("sandbox info %q: %v", resp.Info["info"], err)
+		}
+		if err := syscall.Kill(info.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		f.waitPod(t, n.name, "default", "host-toucher", "running again in a new sandbox", func(p *v1.Pod) bool {
+			return isRunning(p) && p.Status.ContainerStatuses[0].RestartCount >= 1
+		})
+		if got := n.sandboxes("default", "host-toucher"); len(got) < 2 {
+			t.Errorf("sandboxes after the holder died: %d, want a new one", len(got))
 		}
 	})
 
