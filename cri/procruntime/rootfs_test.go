@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -354,17 +355,7 @@ func TestDeadHolderMakesSandboxNotReady(t *testing.T) {
 	e := newIsolatedEnv(t)
 	sb, sbCfg := e.runSandbox("holder", nil)
 	e.run(sb, sbCfg, containerConfig("c", nil, "sleep", "60"))
-	resp, err := e.rawRuntime().PodSandboxStatus(ctx(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb, Verbose: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var info struct{ Pid int }
-	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.Pid == 0 {
-		t.Fatalf("sandbox info %q: %v", resp.Info["info"], err)
-	}
-	if err := syscall.Kill(info.Pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	proctest.KillHolder(t, e.c, sb)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		st, err := e.rawRuntime().PodSandboxStatus(ctx(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
 		if err != nil {

@@ -7,8 +7,10 @@ package proctest
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,4 +62,23 @@ func StartWith(t testing.TB, opts procruntime.Options) (*procruntime.Runtime, *c
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return rt, c
+}
+
+// KillHolder kills (SIGKILL) the process holding the namespaces of the
+// sandbox (its verbose status' info.pid), as a crash would.
+func KillHolder(t testing.TB, c *cri.Client, sandboxID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.PodSandboxStatus(ctx, sandboxID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct{ Pid int }
+	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.Pid == 0 {
+		t.Fatalf("sandbox %s: info %q: %v (no holder: isolation off?)", sandboxID, resp.Info["info"], err)
+	}
+	if err := syscall.Kill(info.Pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the holder of sandbox %s: %v", sandboxID, err)
+	}
 }

@@ -1,15 +1,13 @@
 package fleet
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/test/testutil"
 	v1 "k8s.io/api/core/v1"
 )
@@ -185,17 +183,7 @@ func testVolumeManifests(t *testing.T, f *fleet) {
 		if len(sbs) != 1 {
 			t.Fatalf("sandboxes of host-toucher: %v", sbs)
 		}
-		resp, err := n.cri.PodSandboxStatus(context.Background(), sbs[0].Id, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var info struct{ Pid int }
-		if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.Pid == 0 {
-			t.Fatalf("sandbox info %q: %v", resp.Info["info"], err)
-		}
-		if err := syscall.Kill(info.Pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		proctest.KillHolder(t, n.cri, sbs[0].Id)
 		f.waitPod(t, n.name, "default", "host-toucher", "running again in a new sandbox", func(p *v1.Pod) bool {
 			return isRunning(p) && p.Status.ContainerStatuses[0].RestartCount >= 1
 		})
