@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -60,8 +62,10 @@ func runRuntime(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("actorlet runtime", flag.ContinueOnError)
 	listen := fs.String("listen", "unix:///var/lib/actorlet/runtime/cri.sock", "unix socket to serve CRI v1 on")
 	root := fs.String("root-dir", "/var/lib/actorlet/runtime", "state directory of sandboxes, containers and images")
-	hostIP := fs.String("host-ip", "", "IP reported for every sandbox (default 127.0.0.1)")
-	isolation := fs.String("isolation", "auto", "isolation of containers: auto (everything root can have: per-pod namespaces and per-container cgroups), none, namespaces, cgroups, or namespaces,cgroups")
+	hostIP := fs.String("host-ip", "", "IP reported for every sandbox (default: the node's first non-loopback IPv4 address)")
+	isolation := fs.String("isolation", "auto", "isolation of containers: auto (everything root can have: per-pod namespaces, per-container cgroups and filesystem views), none, or a list of namespaces, cgroups, filesystem")
+	hostFS := fs.Bool("host-filesystem", false, "without filesystem views (not root, or --isolation without filesystem): run containers on the host's filesystem with their mounts left at their host paths, instead of refusing a container whose mounts need a view")
+	hide := fs.String("hide-paths", "", "host directories, comma-separated, covered by an empty read-only tmpfs in every filesystem view besides --root-dir (e.g. the agent's --root-dir: other pods' volumes, credentials)")
 	socketGroup := fs.String("socket-group", "", "group (name or GID) that owns the CRI socket, then 0660; without it the socket is 0600 (its clients can run anything as this user)")
 	streamAddr := fs.String("streaming-address", "127.0.0.1:0", "host:port of the CRI streaming server (exec, attach, port-forward); unauthenticated, keep it on the loopback")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
@@ -74,7 +78,16 @@ func runRuntime(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--isolation: %w", err)
 	}
-	rt, err := procruntime.Start(procruntime.Options{RootDir: *root, HostIP: *hostIP, StreamAddress: *streamAddr, Isolation: iso, SocketGroup: *socketGroup}, *listen)
+	var hidden []string
+	for _, p := range strings.Split(*hide, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("--hide-paths: %q: must be absolute", p)
+			}
+			hidden = append(hidden, p)
+		}
+	}
+	rt, err := procruntime.Start(procruntime.Options{RootDir: *root, HostIP: *hostIP, StreamAddress: *streamAddr, Isolation: iso, HostFilesystem: *hostFS, HidePaths: hidden, SocketGroup: *socketGroup}, *listen)
 	if err != nil {
 		return err
 	}

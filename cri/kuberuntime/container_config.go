@@ -182,8 +182,17 @@ func (m *Manager) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
 			}
 			host = m.emptyDirPath(pod, vm.Name)
-			if err := os.Mkdir(host, sharedDirMode); err != nil && !errors.Is(err, fs.ErrExist) {
-				return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+			switch vol.EmptyDir.Medium {
+			case v1.StorageMediumDefault:
+				if err := os.Mkdir(host, sharedDirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+					return nil, fmt.Errorf("%s: create emptyDir: %w", field, err)
+				}
+			case v1.StorageMediumMemory:
+				if err := m.mountMemoryVolume(pod, vol); err != nil {
+					return nil, fmt.Errorf("%s: %w", field, err)
+				}
+			default:
+				return nil, fmt.Errorf("%s: emptyDir volume %q: medium %q is not supported (\"\" or Memory)", field, vm.Name, vol.EmptyDir.Medium)
 			}
 			uid, known := volumeUser(pod, vm.Name)
 			if _, err := setOwnerMode(host, uid, known, ownedDirMode, sharedDirMode); err != nil {

@@ -125,7 +125,10 @@ func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
 		return errors.Join(errs...)
 	}
 	if m.opts.PodsDir != "" && uid != "" {
-		if err := os.RemoveAll(filepath.Join(m.opts.PodsDir, string(uid), "volumes", "emptydir")); err != nil {
+		dir := filepath.Join(m.opts.PodsDir, string(uid), "volumes", "emptydir")
+		if err := unmountMemoryVolumes(dir); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: %w", uid, err))
+		} else if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove emptyDir volumes of pod %s: %w", uid, err))
 		}
 	}

@@ -73,6 +73,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 	}
 	target.sandboxCfg = sandboxCfg
 	if actions.CreateSandbox {
+		// Volumes a sandbox's namespaces must see from their start.
+		if err := m.setupMemoryVolumes(pod); err != nil {
+			result.add(ActionCreatePodSandbox, string(pod.UID), wrapKind(ErrConfigPodSandbox, err, ""))
+			return result
+		}
 		id, ips, err := m.createSandbox(ctx, pod, sandboxCfg)
 		result.add(ActionCreatePodSandbox, string(pod.UID), err)
 		if err != nil {

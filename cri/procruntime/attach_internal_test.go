@@ -43,10 +43,11 @@ func TestAttachSocketPathFitsSockaddr(t *testing.T) {
 
 func TestParseIsolation(t *testing.T) {
 	for in, want := range map[string]Isolation{
-		"none":               {},
-		"namespaces":         {Namespaces: true},
-		"cgroups":            {Cgroups: true},
-		"namespaces,cgroups": {Namespaces: true, Cgroups: true},
+		"none":                          {},
+		"namespaces":                    {Namespaces: true},
+		"cgroups":                       {Cgroups: true},
+		"namespaces,cgroups":            {Namespaces: true, Cgroups: true},
+		"namespaces,cgroups,filesystem": {Namespaces: true, Cgroups: true, Filesystem: true},
 	} {
 		if got, err := ParseIsolation(in); err != nil || got != want {
 			t.Errorf("ParseIsolation(%q) = %v, %v", in, got, err)
@@ -54,5 +55,8 @@ func TestParseIsolation(t *testing.T) {
 	}
 	if _, err := ParseIsolation("everything"); err == nil {
 		t.Error("ParseIsolation(everything) accepted")
+	}
+	if _, err := ParseIsolation("cgroups,filesystem"); err == nil || !strings.Contains(err.Error(), "filesystem needs namespaces") {
+		t.Errorf("ParseIsolation(cgroups,filesystem) = %v, want a refusal: a view needs the pod's namespaces", err)
 	}
 }

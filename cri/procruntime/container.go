@@ -103,6 +103,7 @@ func (r *Runtime) loadContainers() error {
 			return fmt.Errorf("procruntime: load container %q: %w", c.rec.ID, err)
 		}
 		r.loadResources(c)
+		r.setCgroupParent(c.rec.ID, r.sandboxes[c.rec.SandboxID].config)
 		r.containers[c.rec.ID] = c
 		r.names[c.key()] = c.rec.ID
 		if c.exit == nil && c.rec.Starting {
@@ -167,7 +168,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	if err != nil {
 		return nil, err
 	}
-	if !s.rec.Ready {
+	if s.state() != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Errorf(codes.FailedPrecondition, "create container %q: sandbox %q is not ready", config.GetMetadata().GetName(), s.rec.ID)
 	}
 	img, err := r.containerImageLocked(config.GetImage().GetImage())
@@ -176,6 +177,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	}
 	if _, err := containerCredential(config); err != nil {
 		return nil, err
+	}
+	if err := r.checkContainerMounts(config); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	c := &container{
 		rec: containerRecord{
@@ -209,6 +213,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		return nil, status.Errorf(codes.Internal, "create container %q: %v", config.GetMetadata().GetName(), err)
 	}
 	r.containers[c.rec.ID] = c
+	r.setCgroupParent(c.rec.ID, s.config)
 	r.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.rec.ID}, nil
 }
@@ -232,7 +237,7 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 		return nil, status.Errorf(codes.FailedPrecondition, "start container %q: container is %s, not CREATED", c.rec.ID, st)
 	}
 	s := r.sandboxes[c.rec.SandboxID]
-	if !s.rec.Ready {
+	if s.state() != runtimeapi.PodSandboxState_SANDBOX_READY {
 		r.mu.Unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "start container %q: sandbox %q is not ready", c.rec.ID, s.rec.ID)
 	}
@@ -266,6 +271,14 @@ func (r *Runtime) StartContainer(ctx context.Context, req *runtimeapi.StartConta
 	}
 	if spec.LogPath == "" {
 		spec.LogPath = os.DevNull
+	}
+	if r.iso.mode.Filesystem && s.rec.Holder.PID != 0 {
+		spec.Nsenter = r.iso.nsenter
+		if spec.View, err = r.writeView(c, s); err != nil {
+			c.starting = false
+			r.mu.Unlock()
+			return nil, status.Errorf(codes.Internal, "start container %q: %v", c.rec.ID, err)
+		}
 	}
 	r.mu.Unlock()
 
@@ -360,6 +373,17 @@ func (r *Runtime) spawnShim(rec containerRecord, spec shimSpec) (*exec.Cmd, shim
 	}
 	cmd.Stdout, cmd.Stderr = shimLog, shimLog
 	cmd.ExtraFiles = []*os.File{pw, lock} // fd 3, fd 4 (shimReportFD, shimLockFD)
+	if spec.View != "" {
+		// fd 5 (shimMountNSFD): the runtime's mount namespace, which the
+		// container's view starts as a copy of (rootfs.go).
+		ns, err := os.Open("/proc/self/ns/mnt")
+		if err != nil {
+			pw.Close()
+			return nil, shimReport{}, fmt.Errorf("open the runtime's mount namespace: %w", err)
+		}
+		defer ns.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ns)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	pw.Close()
@@ -419,8 +443,22 @@ func procIDOf(cmd *exec.Cmd) procID {
 	return id
 }
 
-// containerEnv is the config's environment plus PATH, HOME and HOSTNAME
-// when the config does not set them.
+// defaultTerm is TERM in a terminal when the config does not set it (as
+// containerd and CRI-O).
+const defaultTerm = "xterm"
+
+// withTerm adds TERM=xterm to env (an exec with a terminal) unless set.
+func withTerm(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "TERM=") {
+			return env
+		}
+	}
+	return append(env, "TERM="+defaultTerm)
+}
+
+// containerEnv is the config's environment plus PATH, HOME, HOSTNAME (and
+// TERM with a tty) when the config does not set them.
 func containerEnv(config *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxConfig) []string {
 	env := make([]string, 0, len(config.GetEnvs())+3)
 	set := map[string]bool{}
@@ -432,6 +470,9 @@ func containerEnv(config *runtimeapi.ContainerConfig, sb *runtimeapi.PodSandboxC
 		{"PATH", os.Getenv("PATH")},
 		{"HOME", os.Getenv("HOME")},
 		{"HOSTNAME", sb.GetHostname()},
+	}
+	if config.GetTty() {
+		defaults = append(defaults, struct{ key, value string }{"TERM", defaultTerm})
 	}
 	for _, d := range defaults {
 		if d.key == "PATH" && d.value == "" {

@@ -194,6 +194,7 @@ func (r *Runtime) removeContainer(ctx context.Context, id string) error {
 		return status.Errorf(codes.Internal, "remove container %q: %v", c.rec.ID, err)
 	}
 	r.removeCgroups(c.rec.ID)
+	r.cgroupParents.Delete(c.rec.ID)
 	delete(r.containers, c.rec.ID)
 	delete(r.names, c.key())
 	r.publishContainerLocked(c, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)

@@ -31,6 +31,9 @@
 //	containers/<id>/shim.log     the shim's own diagnostics
 //	containers/<id>/resources.json  resources set by UpdateContainerResources
 //	sandboxes/<id>/holder.log    the namespace holder's diagnostics (isolation)
+//	sandboxes/<id>/tmp, shm      the pod's /tmp and /dev/shm (filesystem views)
+//	containers/<id>/view.json    the container's filesystem view (rootfs.go)
+//	containers/<id>/rootfs       where its init builds the view (empty on the host)
 //	attach/<id prefix>.sock      the shim's attach socket (attach.go)
 //	images/<hex>.json            "pulled" image records
 //
@@ -52,19 +55,23 @@
 // 255 and reason Unknown.
 //
 // Isolation is optional (Options.Isolation, isolation.go): as root,
-// per-sandbox UTS, IPC, mount and PID namespaces and a cgroup per container
-// with its memory and CPU limits. Without it, containers run in the host's
-// namespaces with no resource enforcement (limits are accepted and only
-// recorded). Either way there are no mounts (the host filesystem is visible
-// as-is: ContainerStatus reports each mount with its host path equal to its
-// container path, which is what the process sees) and no network namespace: every sandbox reports Options.HostIP.
+// per-sandbox UTS, IPC, mount and PID namespaces, a cgroup per container
+// with its memory and CPU limits, and a filesystem view per container
+// (rootfs.go: the host's root read-only, the mounts at their container
+// paths, the pod's /dev, /proc and /tmp). Without it, containers run in the
+// host's namespaces with no resource enforcement (limits are accepted and
+// only recorded), and a mount that would need a view is refused unless
+// Options.HostFilesystem keeps the host's filesystem as-is (ContainerStatus
+// then reports each mount with its host path equal to its container path,
+// which is what the process sees). There is no network namespace: every
+// sandbox reports Options.HostIP.
 // Containers run as the security context's user (credential.go), else as
 // the runtime's. Images are not downloaded: PullImage only keeps a record
 // under the normalised reference (image.go) and the image name is a label;
 // the container's command must exist on the host. ImageStatus of an unknown
 // image answers an empty response, as CRI specifies. The environment is
-// the config's, plus PATH, HOME and HOSTNAME when the config does not set
-// them; the working directory defaults to "/". Exec, Attach and
+// the config's, plus PATH, HOME, HOSTNAME (and TERM=xterm with a tty)
+// when the config does not set them; the working directory defaults to "/". Exec, Attach and
 // PortForward go through the CRI streaming server (streaming.go); stats
 // come from cgroups or /proc (stats.go); what is not supported is listed
 // in UnsupportedRPCs (unsupported.go).

@@ -46,25 +46,31 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		ctx, cancel = context.WithTimeout(ctx, seconds.Duration(req.GetTimeout()))
 		defer cancel()
 	}
-	path, err := lookPathIn(req.Cmd[0], env)
-	if err != nil {
-		return nil, status.Errorf(codes.Unknown, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
+	path := req.Cmd[0]
+	if !r.iso.mode.Filesystem { // in a view, the wrapper resolves it there
+		if path, err = lookPathIn(req.Cmd[0], env); err != nil {
+			return nil, status.Errorf(codes.Unknown, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
+		}
 	}
 	// In the sandbox's namespaces, when it has them (isolation.go).
 	cred, err := containerCredential(c.config)
 	if err != nil {
 		return nil, err
 	}
-	wpath, wargs, err := r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, req.Cmd, false, cred)
+	w, err := r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, req.Cmd, false, cred)
 	if err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "exec %q in container %q: %v", req.Cmd, c.rec.ID, err)
 	}
-	cmd := exec.CommandContext(ctx, wpath)
-	cmd.Args = wargs
+	defer w.close()
+	cmd := exec.CommandContext(ctx, w.Path)
+	cmd.Args = w.Args
 	cmd.Env = env
-	cmd.Dir = dir
+	cmd.ExtraFiles = w.Files
+	if !w.Inside {
+		cmd.Dir = dir
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if wpath == path {
+	if w.Path == path {
 		cmd.SysProcAttr.Credential = cred.sys()
 	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

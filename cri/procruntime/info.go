@@ -40,8 +40,9 @@ func (r *Runtime) Status(_ context.Context, req *runtimeapi.StatusRequest) (*run
 		}},
 	}
 	resp.RuntimeHandlers = []*runtimeapi.RuntimeHandler{{
-		Name:     defaultHandler,
-		Features: &runtimeapi.RuntimeHandlerFeatures{},
+		Name: defaultHandler,
+		// Filesystem views honour recursive_read_only (rootfs.go).
+		Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: r.iso.mode.Filesystem},
 	}}
 	resp.Features = &runtimeapi.RuntimeFeatures{}
 	if req.GetVerbose() {

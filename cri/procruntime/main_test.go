@@ -53,6 +53,7 @@ type env struct {
 	c       *cri.Client
 	counter int
 	iso     procruntime.Isolation
+	hide    []string // Options.HidePaths
 }
 
 func newEnv(t *testing.T) *env {
@@ -66,7 +67,7 @@ func newEnv(t *testing.T) *env {
 // start (re)starts the runtime on e.root and dials it.
 func (e *env) start() {
 	e.t.Helper()
-	rt, err := procruntime.Start(procruntime.Options{RootDir: e.root, Isolation: e.iso}, "unix://"+e.sock)
+	rt, err := procruntime.Start(procruntime.Options{RootDir: e.root, Isolation: e.iso, HidePaths: e.hide}, "unix://"+e.sock)
 	if err != nil {
 		e.t.Fatalf("Start: %v", err)
 	}

@@ -25,22 +25,45 @@ type Options struct {
 	// RootDir holds the state: sandboxes/<id>/..., containers/<id>/...
 	// (JSON records). Required.
 	RootDir string
-	// HostIP is reported as every sandbox's IP (default 127.0.0.1); there
-	// is no network isolation.
+	// HostIP is reported as every sandbox's IP (default FirstHostIP, the
+	// node's address); there is no network isolation.
 	HostIP string
 	// StreamAddress is the host:port the CRI streaming server (Exec,
 	// Attach, PortForward URLs) listens on; default 127.0.0.1 on a free
 	// port. It has no authentication: keep it on the loopback.
 	StreamAddress string
-	// Isolation turns on per-sandbox namespaces and per-container cgroups
-	// (isolation.go; DefaultIsolation is what root can have). The zero
-	// value runs plain host processes.
+	// Isolation turns on per-sandbox namespaces, per-container cgroups
+	// and filesystem views (isolation.go; DefaultIsolation is what root
+	// can have). The zero value runs plain host processes.
 	Isolation Isolation
 	// SocketGroup, when set (a group name or numeric GID), owns the CRI
 	// socket, which is then 0660: its members may drive the runtime.
 	// Without it the socket is 0600, the runtime's user only. Either way
 	// whatever the umask: a CRI client can run any command as root.
 	SocketGroup string
+	// HostFilesystem, without Isolation.Filesystem: containers see the
+	// host's filesystem and their mounts are not made (the old behaviour:
+	// a volume stays at its host path). Otherwise such a runtime refuses
+	// a container with a mount that would need a view.
+	HostFilesystem bool
+	// HidePaths are host directories a filesystem view covers with an
+	// empty read-only tmpfs besides RootDir (the agent's state: other
+	// pods' volumes, credentials).
+	HidePaths []string
+}
+
+// FirstHostIP is the node's address: its first non-loopback IPv4
+// address, 127.0.0.1 without one.
+func FirstHostIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+				return n.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
 }
 
 // Runtime is the process runtime: a CRI v1 RuntimeService and ImageService.
@@ -55,6 +78,9 @@ type Runtime struct {
 	stream *streamServer
 	stats  statsCache
 	iso    *isolator
+	// cgroupParents: container ID → its cgroup parent, when its sandbox
+	// has one (cgroups.go).
+	cgroupParents sync.Map
 
 	mu         sync.Mutex
 	sandboxes  map[string]*sandbox
@@ -85,7 +111,7 @@ func New(opts Options) (*Runtime, error) {
 		return nil, errors.New("procruntime: RootDir: must be set")
 	}
 	if opts.HostIP == "" {
-		opts.HostIP = "127.0.0.1"
+		opts.HostIP = FirstHostIP()
 	}
 	if net.ParseIP(opts.HostIP) == nil {
 		return nil, fmt.Errorf("procruntime: HostIP %q: not an IP address", opts.HostIP)

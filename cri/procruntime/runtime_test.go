@@ -112,7 +112,7 @@ func TestListFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := resp.Status
-	if s.Network.GetIp() != "127.0.0.1" || s.Metadata.GetName() != "a" || s.Labels["app"] != "web" ||
+	if s.Network.GetIp() != procruntime.FirstHostIP() || s.Metadata.GetName() != "a" || s.Labels["app"] != "web" ||
 		s.Linux.GetNamespaces().GetOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE || s.CreatedAt == 0 {
 		t.Errorf("PodSandboxStatus = %v", s)
 	}

@@ -44,8 +44,11 @@ func (s *sandbox) key() string {
 	return sandboxKey(m.GetNamespace(), m.GetName(), m.GetUid(), m.GetAttempt())
 }
 
+// state is READY from RunPodSandbox until StopPodSandbox, unless the
+// holder of its namespaces died: then nothing can start in it any more, and
+// NOTREADY makes its client (the kubelet, the agent) create a new sandbox.
 func (s *sandbox) state() runtimeapi.PodSandboxState {
-	if s.rec.Ready {
+	if s.rec.Ready && (s.rec.Holder.PID == 0 || s.rec.Holder.alive()) {
 		return runtimeapi.PodSandboxState_SANDBOX_READY
 	}
 	return runtimeapi.PodSandboxState_SANDBOX_NOTREADY
@@ -102,6 +105,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 	}
 	if len(config.GetHostname()) > 64 {
 		return nil, status.Errorf(codes.InvalidArgument, "config.hostname: %d bytes, limit is 64", len(config.GetHostname()))
+	}
+	if _, err := sandboxCgroupParent(config); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if err := checkSysctls(config.GetLinux().GetSysctls(), r.iso.mode.Namespaces, config.GetLinux().GetSecurityContext().GetNamespaceOptions()); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -241,7 +247,8 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 		Timestamp:          time.Now().UnixNano(),
 	}
 	if req.GetVerbose() {
-		resp.Info = map[string]string{"runtime": "actorlet-process", "bootID": s.rec.BootID}
+		resp.Info = map[string]string{"runtime": RuntimeName, "bootID": s.rec.BootID,
+			"info": verboseInfo(map[string]any{"pid": s.rec.Holder.PID, "runtimeType": RuntimeName, "config": protoJSON(s.config)})}
 	}
 	return resp, nil
 }

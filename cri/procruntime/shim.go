@@ -56,6 +56,12 @@ type shimSpec struct {
 	Cgroups []string `json:"cgroups,omitempty"`
 	// Credential is the user it runs as (credential.go); nil: the shim's.
 	Credential *credential `json:"credential,omitempty"`
+	// View is the container's view.json (rootfs.go): it starts through an
+	// init that builds its filesystem view. "": the host's filesystem.
+	View string `json:"view,omitempty"`
+	// Nsenter is nsenter(1), which puts the view's init in the runtime's
+	// mount namespace (shimMountNSFD) before it makes its own.
+	Nsenter string `json:"nsenter,omitempty"`
 }
 
 // startedRecord is started.json, written by the shim once the process runs.
@@ -113,12 +119,15 @@ const (
 const (
 	shimReportFD = 3
 	shimLockFD   = 4
+	// shimMountNSFD, with a filesystem view: the runtime's mount namespace.
+	shimMountNSFD = 5
 )
 
 // MaybeRunShim must be the first call in main() and in TestMain of any
 // package that starts this runtime. It returns at once, unless this
 // process was started as a container shim: then it runs the shim and exits.
 func MaybeRunShim() {
+	maybeRunInit()
 	maybeExecWrapper()
 	if h, ok := os.LookupEnv(sandboxEnvVar); ok {
 		runHolder(h) // never returns
@@ -140,6 +149,7 @@ func runShim(dir string) error {
 	// with the shim, and the report pipe is the runtime's business.
 	syscall.CloseOnExec(shimReportFD)
 	syscall.CloseOnExec(shimLockFD)
+	syscall.CloseOnExec(shimMountNSFD) // EBADF without a view: harmless
 	report := os.NewFile(shimReportFD, "shim-report")
 	if report == nil {
 		return errors.New("no report pipe on fd 3")
@@ -288,6 +298,9 @@ func (o *outputCopier) wait(d time.Duration) {
 	<-done
 }
 
+// maxInitError bounds what the shim reads of an init's failure.
+const maxInitError = 64 * 1024
+
 // startProcess starts the container's process in its own process group with
 // its output copied into the CRI log file and its stdio attachable.
 func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *containerIO, error) {
@@ -301,16 +314,44 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *container
 	if err != nil {
 		return nil, nil, nil, nil, fmt.Errorf("open log file: %w", err)
 	}
-	path, err := lookPathIn(spec.Args[0], spec.Env)
-	if err != nil {
-		logFile.Close()
-		return nil, nil, nil, nil, err
+	var cmd *exec.Cmd
+	var syncR, syncW *os.File
+	if spec.View == "" {
+		path, err := lookPathIn(spec.Args[0], spec.Env)
+		if err != nil {
+			logFile.Close()
+			return nil, nil, nil, nil, err
+		}
+		cmd = exec.Command(path, spec.Args[1:]...)
+		cmd.Args[0] = spec.Args[0]
+		cmd.Dir = spec.Dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential.sys()}
+	} else {
+		// The init (rootfs.go) builds the view in a mount namespace of its
+		// own, then becomes the container's process; it reports a failure
+		// on the pipe, which its exec closes.
+		if syncR, syncW, err = os.Pipe(); err != nil {
+			logFile.Close()
+			return nil, nil, nil, nil, fmt.Errorf("create init pipe: %w", err)
+		}
+		defer syncR.Close()
+		self, err := os.Open("/proc/self/exe")
+		if err != nil {
+			logFile.Close()
+			return nil, nil, nil, nil, fmt.Errorf("open this binary: %w", err)
+		}
+		defer self.Close()
+		// nsenter enters the runtime's mount namespace (so the view sees
+		// the host's mounts as they are now, not as they were when the
+		// sandbox started) and runs the init from its descriptor; the init
+		// makes a mount namespace of its own first thing.
+		cmd = exec.Command(spec.Nsenter, append([]string{spec.Nsenter, fmt.Sprintf("--mount=/proc/self/fd/%d", initMountNSFD), "--",
+			fmt.Sprintf("/proc/self/fd/%d", initSelfFD), initArgv0, spec.View, spec.Credential.encode()}, spec.Args...)...)
+		cmd.Args = cmd.Args[1:]
+		cmd.ExtraFiles = []*os.File{syncW, os.NewFile(shimMountNSFD, "runtime-mount-ns"), self} // initSyncFD, initMountNSFD, initSelfFD
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	cmd := exec.Command(path, spec.Args[1:]...)
-	cmd.Args[0] = spec.Args[0]
 	cmd.Env = spec.Env
-	cmd.Dir = spec.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential.sys()}
 
 	cio, err := newContainerIO(spec, cmd)
 	if err != nil {
@@ -326,6 +367,16 @@ func startProcess(spec shimSpec) (*exec.Cmd, *os.File, *outputCopier, *container
 	err = cmd.Start()
 	leaveCgroups(spec.Cgroups)
 	cio.closeChildEnds()
+	if syncW != nil {
+		syncW.Close()
+	}
+	if err == nil && syncR != nil {
+		msg, _ := io.ReadAll(io.LimitReader(syncR, maxInitError))
+		if len(msg) > 0 {
+			_ = cmd.Wait()
+			err = errors.New(string(msg))
+		}
+	}
 	if err != nil {
 		logFile.Close()
 		cio.closeAll()

@@ -232,27 +232,36 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 		return err
 	}
 	env := containerEnv(c.config, sb.config)
-	path, err := lookPathIn(cmdline[0], env)
-	if err != nil {
-		return utilexec.CodeExitError{Err: err, Code: 127}
+	if tty {
+		env = withTerm(env)
+	}
+	path := cmdline[0]
+	if !s.r.iso.mode.Filesystem { // in a view, the wrapper resolves it there
+		if path, err = lookPathIn(cmdline[0], env); err != nil {
+			return utilexec.CodeExitError{Err: err, Code: 127}
+		}
 	}
 	dir := workingDir(c.config)
 	cred, err := containerCredential(c.config)
 	if err != nil {
 		return err
 	}
-	wpath, wargs, err := s.r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, cmdline, tty, cred)
+	w, err := s.r.wrapCommand(c.rec.ID, c.rec.SandboxID, dir, path, cmdline, tty, cred)
 	if err != nil {
 		return err
 	}
+	defer w.close()
 	var direct *syscall.Credential
-	if wpath == path {
+	if w.Path == path {
 		direct = cred.sys()
 	}
-	cmd := exec.Command(wpath)
-	cmd.Args = wargs
+	cmd := exec.Command(w.Path)
+	cmd.Args = w.Args
 	cmd.Env = env
-	cmd.Dir = dir
+	cmd.ExtraFiles = w.Files
+	if !w.Inside {
+		cmd.Dir = dir
+	}
 
 	var ptmx *os.File
 	var stdinW *os.File

@@ -143,7 +143,7 @@ func (a *Agent) start(ctx context.Context) error {
 		return fmt.Errorf("pods directory: %w", err)
 	}
 	if a.cfg.NodeIP == "" {
-		a.cfg.NodeIP = firstHostIP()
+		a.cfg.NodeIP = procruntime.FirstHostIP()
 	}
 	if err := a.startRuntime(ctx); err != nil {
 		return err
@@ -203,12 +203,19 @@ func (a *Agent) startRuntime(ctx context.Context) error {
 	if endpoint == "" {
 		dir := filepath.Join(a.cfg.RootDir, "runtime")
 		endpoint = "unix://" + filepath.Join(dir, "cri.sock")
-		rt, err := procruntime.Start(procruntime.Options{RootDir: dir, HostIP: a.cfg.NodeIP}, endpoint)
+		iso, err := procruntime.ParseIsolation(a.cfg.Isolation)
+		if err != nil {
+			return fmt.Errorf("isolation: %w", err)
+		}
+		rt, err := procruntime.Start(procruntime.Options{
+			RootDir: dir, HostIP: a.cfg.NodeIP, Isolation: iso, HostFilesystem: a.cfg.HostFilesystem,
+			HidePaths: []string{a.cfg.RootDir, a.cfg.PodLogsDir},
+		}, endpoint)
 		if err != nil {
 			return fmt.Errorf("start the embedded process runtime: %w", err)
 		}
 		a.onShutdown(rt.Stop) // containers keep running under their shims
-		klog.InfoS("Embedded process runtime started", "endpoint", endpoint)
+		klog.InfoS("Embedded process runtime started", "endpoint", endpoint, "isolation", iso)
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -475,19 +482,6 @@ func memTotal() int64 {
 		return 0
 	}
 	return kb * 1024
-}
-
-// firstHostIP is the node's address when --node-ip is not given.
-func firstHostIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-				return n.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }
 
 // agentSink sits between the status actor and the publisher to feed the

@@ -4,15 +4,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/actorlet/actorlet/bus"
-	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/cri/crilogs"
-	"github.com/actorlet/actorlet/messages/podrules"
-	"github.com/asynkron/protoactor-go/actor"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/crilogs"
+	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/messages/podrules"
+	"github.com/asynkron/protoactor-go/actor"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -32,8 +34,14 @@ type Config struct {
 	RootDir                  string            `json:"rootDir"`
 	PodManifestPath          string            `json:"podManifestPath"`
 	ContainerRuntimeEndpoint string            `json:"containerRuntimeEndpoint"`
-	RuntimeRequestTimeout    time.Duration     `json:"runtimeRequestTimeout"`
-	MaxPods                  int               `json:"maxPods"`
+	// Isolation and HostFilesystem configure the embedded process runtime
+	// (no ContainerRuntimeEndpoint): procruntime.ParseIsolation's values,
+	// and whether a runtime without filesystem views runs volumes on the
+	// host's filesystem instead of refusing them.
+	Isolation             string        `json:"isolation"`
+	HostFilesystem        bool          `json:"hostFilesystem"`
+	RuntimeRequestTimeout time.Duration `json:"runtimeRequestTimeout"`
+	MaxPods               int           `json:"maxPods"`
 	// MaxParallelRuntimeCalls bounds the sandbox and container creations,
 	// starts and removals in flight in the runtime (0: unbounded).
 	MaxParallelRuntimeCalls int    `json:"maxParallelRuntimeCalls"`
@@ -129,6 +137,7 @@ func DefaultConfig() Config {
 	return Config{
 		NodeName:                       strings.ToLower(host),
 		RootDir:                        "/var/lib/actorlet",
+		Isolation:                      "auto",
 		RuntimeRequestTimeout:          2 * time.Minute,
 		MaxPods:                        podrules.DefaultMaxPods,
 		MaxParallelRuntimeCalls:        defaultMaxParallelRuntimeCalls,
@@ -166,6 +175,8 @@ func ParseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.RootDir, "root-dir", cfg.RootDir, "directory for the agent's state: pods, logs, embedded runtime and NATS store")
 	fs.StringVar(&cfg.PodManifestPath, "pod-manifest-path", cfg.PodManifestPath, "directory of static pod manifests (YAML/JSON); empty disables static pods")
 	fs.StringVar(&cfg.ContainerRuntimeEndpoint, "container-runtime-endpoint", cfg.ContainerRuntimeEndpoint, "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; empty runs the embedded process runtime")
+	fs.StringVar(&cfg.Isolation, "isolation", cfg.Isolation, "isolation of the embedded process runtime's containers: auto (everything root can have: per-pod namespaces, per-container cgroups and filesystem views), none, or a list of namespaces, cgroups, filesystem")
+	fs.BoolVar(&cfg.HostFilesystem, "host-filesystem", cfg.HostFilesystem, "embedded process runtime without filesystem views (not root, or --isolation without filesystem): run containers on the host's filesystem with their volumes left at their host paths, instead of refusing pods whose volumes need a mountPath")
 	fs.DurationVar(&cfg.RuntimeRequestTimeout, "runtime-request-timeout", cfg.RuntimeRequestTimeout, "timeout of ordinary CRI calls (sandbox calls and pulls get twice this)")
 	fs.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "number of pods this node admits")
 	fs.IntVar(&cfg.MaxParallelRuntimeCalls, "max-parallel-runtime-calls", cfg.MaxParallelRuntimeCalls, "sandbox and container creations, starts and removals in flight in the runtime at once; pods with a sandbox go first (0: unbounded)")
@@ -271,6 +282,9 @@ func (c *Config) complete() error {
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("max-pods: must be positive, got %d", c.MaxPods))
+	}
+	if _, err := procruntime.ParseIsolation(c.Isolation); err != nil {
+		errs = append(errs, fmt.Errorf("isolation: %w", err))
 	}
 	if q, err := resource.ParseQuantity(c.ContainerLogMaxSize); err != nil {
 		errs = append(errs, fmt.Errorf("container-log-max-size: %q: %w", c.ContainerLogMaxSize, err))

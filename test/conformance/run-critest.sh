@@ -5,17 +5,28 @@
 # creates bridges otherwise. Needs root (unshare) and Go. Not run by CI;
 # docs/cri-conformance.md records the last run.
 #
+# Namespaces do not protect the host's files (a chmod of / inside is a
+# chmod of the host's /): the containers' filesystem views do. The script
+# records the mode, owner and entries of /, /tmp, /etc, /dev, /var/log and
+# /usr/share before the run and fails (exit 3) if any changed after it.
+#
 #   test/conformance/run-critest.sh [extra critest flags, e.g. --ginkgo.focus=Streaming]
 #
 # Environment:
 #   CRI_TOOLS      a cri-tools checkout to use (default: cloned into $WORK)
 #   CRI_TOOLS_REF  commit to check out when cloning (default: the one the
 #                  conformance doc was written against)
-#   WORK           scratch directory (default /tmp/actorlet-critest)
+#   WORK           scratch directory (default /var/tmp/actorlet-critest: not
+#                  under /tmp, which every container sees as its pod's own,
+#                  so the busybox applets below stay visible in them)
+#   CHECK_TMP_ENTRIES  0 leaves /tmp's entries out of the host check (a
+#                  shared machine where other work writes /tmp meanwhile;
+#                  its mode and owner are still checked)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-WORK=${WORK:-/tmp/actorlet-critest}
+WORK=${WORK:-/var/tmp/actorlet-critest}
+CHECK_TMP_ENTRIES=${CHECK_TMP_ENTRIES:-1}
 CRI_TOOLS_REF=${CRI_TOOLS_REF:-ba03eabc}
 CRI_TOOLS=${CRI_TOOLS:-$WORK/cri-tools}
 
@@ -49,10 +60,25 @@ else
 	echo "run-critest: no busybox on this host: specs relying on busybox's top and friends will fail" >&2
 fi
 
+# What no spec may change on the host. /tmp's entries leave out this run's
+# own directory.
+host_state() {
+	for d in / /tmp /etc /dev /var/log /usr/share; do
+		stat -c '%n %a %U:%G' "$d"
+		if [ "$d" = /tmp ]; then
+			[ "$CHECK_TMP_ENTRIES" = 0 ] || ls -A "$d" | grep -vx "$(basename "$WORK")" | sed 's/^/  /' || true
+		else
+			ls -A "$d" | sed 's/^/  /'
+		fi
+	done
+}
+host_state >"$WORK/host-before.txt"
+
 # Inside the namespaces: a loopback, a private /proc, the runtime, then
 # crictl (a smoke test) and critest.
 export WORK
-exec unshare --uts --mount --ipc --pid --net --fork --mount-proc --propagation private bash -euo pipefail -c '
+status=0
+unshare --uts --mount --ipc --pid --net --fork --mount-proc --propagation private bash -euo pipefail -c '
 	ip link set lo up
 	hostname actorlet-critest
 	SOCK=unix://$WORK/cri.sock
@@ -70,4 +96,12 @@ exec unshare --uts --mount --ipc --pid --net --fork --mount-proc --propagation p
 	grep -E "^(Ran|FAIL|PASS|SUCCESS)|Passed.*Failed" "$WORK/critest.log" | tail -3 || true
 	echo "log: $WORK/critest.log  junit: $WORK/junit.xml  runtime log: $WORK/runtime.log"
 	exit $status
-' run-critest "$@"
+' run-critest "$@" || status=$?
+
+host_state >"$WORK/host-after.txt"
+if ! diff -u "$WORK/host-before.txt" "$WORK/host-after.txt"; then
+	echo "run-critest: the run changed the host (above: mode, owner or entries of /, /tmp, /etc, /dev, /var/log, /usr/share)" >&2
+	exit 3
+fi
+echo "run-critest: the host is unchanged (mode, owner and entries of /, /tmp, /etc, /dev, /var/log, /usr/share)"
+exit $status

@@ -29,6 +29,7 @@ func TestFleet(t *testing.T) {
 		{"ConfigMapsAndSecrets", testObjects},
 		{"AffinityAndTaints", testPlacement},
 		{"Examples", testExamples},
+		{"VolumeManifests", testVolumeManifests},
 		{"PodLifecycleFields", testPodLifecycleFields},
 		{"Debug", testDebug},
 		{"KubectlForms", testKubectlForms},

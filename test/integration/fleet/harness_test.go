@@ -21,6 +21,7 @@ import (
 	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/testenv"
@@ -66,11 +67,26 @@ type node struct {
 // the configuration. Everything is stopped and removed by t.Cleanup.
 func (f *fleet) startNode(t *testing.T, name string, labels map[string]string, mod func(*agent.Config)) *node {
 	t.Helper()
+	return f.startNodeOn(t, name, labels, mod, false)
+}
+
+// startNodeOn is startNode, on a runtime with every isolation the machine
+// allows and filesystem views when isolated (the test is skipped without
+// them: root).
+func (f *fleet) startNodeOn(t *testing.T, name string, labels map[string]string, mod func(*agent.Config), isolated bool) *node {
+	t.Helper()
 	root := t.TempDir()
-	rt, client := testenv.Runtime(t, filepath.Join(root, "runtime"))
+	agentRoot := filepath.Join(root, "agent")
+	var rt *procruntime.Runtime
+	var client *cri.Client
+	if isolated {
+		rt, client = proctest.StartIsolated(t, filepath.Join(root, "runtime"), agentRoot)
+	} else {
+		rt, client = testenv.Runtime(t, filepath.Join(root, "runtime"))
+	}
 	cfg := testenv.AgentConfig(t, name, f.url(), client)
 	cfg.NodeLabels = labels
-	cfg.RootDir = filepath.Join(root, "agent")
+	cfg.RootDir = agentRoot
 	cfg.RelistPeriod = 500 * time.Millisecond
 	cfg.NATS.CredsFile = f.srv.NodeCreds(t, name) // the agent runs with node credentials only
 	if mod != nil {
