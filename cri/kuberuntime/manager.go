@@ -62,6 +62,9 @@ type Options struct {
 	// Objects gives the ConfigMaps and Secrets that env and volumes
 	// reference; nil: pods that use them fail to start with a clear error.
 	Objects volume.Objects
+	// ImageUsed, optional, is told the image reference each container is
+	// created from (image GC's record of last use). It must not block.
+	ImageUsed func(imageRef string)
 }
 
 // Manager drives one runtime for all pods of the node. It is safe for
