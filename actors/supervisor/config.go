@@ -83,8 +83,8 @@ type Config struct {
 
 	Children Children
 
-	// ImageGC, optional, collects unused images every ImageGCPeriod
-	// (default 5 min, the kubelet's), off the loop.
+	// ImageGC, optional, collects unused images when the loop starts and
+	// every ImageGCPeriod (default 5 min, the kubelet's), off the loop.
 	ImageGC       ImageGC
 	ImageGCPeriod time.Duration
 

@@ -186,6 +186,9 @@ func (s *supervisor) start(ctx actor.Context) {
 	actorutil.Tick(s.cfg.Clock, s.cfg.SyncPeriod, actorutil.To(ctx), &syncTick{}, s.stopTicks)
 	actorutil.Tick(s.cfg.Clock, s.cfg.HousekeepingPeriod, actorutil.To(ctx), &housekeepingTick{}, s.stopTicks)
 	if s.cfg.ImageGC != nil {
+		// A first collection at once (as the kubelet's wait.Until), then
+		// every period.
+		ctx.Send(ctx.Self(), &imageGCTick{})
 		actorutil.Tick(s.cfg.Clock, s.cfg.ImageGCPeriod, actorutil.To(ctx), &imageGCTick{}, s.stopTicks)
 	}
 }

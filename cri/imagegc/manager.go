@@ -41,12 +41,12 @@ type Options struct {
 }
 
 // Manager keeps the image records and collects images. It is safe for
-// concurrent use; GarbageCollect calls must not overlap (the supervisor
-// runs one at a time).
+// concurrent use; collections run one at a time.
 type Manager struct {
 	rt      Runtime
 	opts    Options
 	started time.Time
+	running sync.Mutex // held by the collection in flight
 
 	mu      sync.Mutex
 	records map[string]*record // by image ID
@@ -221,6 +221,8 @@ func (m *Manager) candidates(inUse map[string]bool) []candidate {
 // what it did and an error when it could not free what the thresholds
 // asked (naming both amounts, as the kubelet's FreeDiskSpaceFailed).
 func (m *Manager) GarbageCollect(ctx context.Context) (Result, error) {
+	m.running.Lock()
+	defer m.running.Unlock()
 	now := m.opts.Clock.Now()
 	var res Result
 	inUse, err := m.detect(ctx, now)
