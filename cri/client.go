@@ -485,6 +485,18 @@ func (c *Client) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) e
 	return nil
 }
 
+// ImageFsInfo returns the runtime's image (and container) filesystems
+// and their usage.
+func (c *Client) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("ImageFsInfo: %w", err)
+	}
+	return resp, nil
+}
+
 func sandboxName(config *runtimeapi.PodSandboxConfig) string {
 	m := config.GetMetadata()
 	return fmt.Sprintf("%s/%s", m.GetNamespace(), m.GetName())

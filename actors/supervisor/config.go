@@ -83,6 +83,11 @@ type Config struct {
 
 	Children Children
 
+	// ImageGC, optional, collects unused images when the loop starts and
+	// every ImageGCPeriod (default 5 min, the kubelet's), off the loop.
+	ImageGC       ImageGC
+	ImageGCPeriod time.Duration
+
 	// Recorder, optional, receives the Warning event of an admission
 	// rejection (OutOfpods, NodePorts, ...), as the kubelet records one. It
 	// must not block.
@@ -103,8 +108,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("supervisor config: field Cache is required")
 	case c.MaxPods < 0:
 		return fmt.Errorf("supervisor config: field MaxPods must not be negative, got %d", c.MaxPods)
-	case c.SyncPeriod < 0 || c.HousekeepingPeriod < 0:
-		return fmt.Errorf("supervisor config: fields SyncPeriod and HousekeepingPeriod must not be negative")
+	case c.SyncPeriod < 0 || c.HousekeepingPeriod < 0 || c.ImageGCPeriod < 0:
+		return fmt.Errorf("supervisor config: fields SyncPeriod, HousekeepingPeriod and ImageGCPeriod must not be negative")
 	}
 	return nil
 }
@@ -123,6 +128,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.SyncPeriod, time.Second)
 	def(&c.HousekeepingPeriod, 2*time.Second)
+	def(&c.ImageGCPeriod, 5*time.Minute)
 	def(&c.WorkerRestartWindow, time.Minute)
 	def(&c.WorkerRestartBackoff, 100*time.Millisecond)
 	def(&c.WorkerRestartMaxBackoff, 10*time.Second)

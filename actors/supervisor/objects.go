@@ -29,10 +29,18 @@ func (s *supervisor) objectChanged(ctx actor.Context, m *messages.ObjectChanged)
 }
 
 // podUses reports whether pod references the named object in a volume,
-// env or envFrom.
+// env, envFrom or imagePullSecrets (a pull secret that arrives late lets
+// the next pull use it).
 func podUses(pod *v1.Pod, kind, name string) bool {
 	if volumeUses(pod, kind, name) {
 		return true
+	}
+	if kind == "Secret" {
+		for _, ref := range pod.Spec.ImagePullSecrets {
+			if ref.Name == name {
+				return true
+			}
+		}
 	}
 	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range list {

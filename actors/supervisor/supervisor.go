@@ -49,6 +49,7 @@ type supervisor struct {
 	runtimeMessage string
 	plegHealthy    bool
 	plegMessage    string
+	imageGCRunning bool // an image collection is in flight
 
 	pleg, prober, status *actor.PID
 	lostChildren         map[string]bool // fixed children to respawn, by name
@@ -164,6 +165,10 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.housekeep(ctx)
 	case *housekeepingDone:
 		s.housekeepingDone(ctx, m)
+	case *imageGCTick:
+		s.collectImages(ctx)
+	case *imageGCDone:
+		s.imageGCDone(m)
 	case *podCleanedUp:
 		s.podCleanedUp(ctx, m)
 	case *deadContainersRemoved:
@@ -180,6 +185,12 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.stopTicks = make(chan struct{})
 	actorutil.Tick(s.cfg.Clock, s.cfg.SyncPeriod, actorutil.To(ctx), &syncTick{}, s.stopTicks)
 	actorutil.Tick(s.cfg.Clock, s.cfg.HousekeepingPeriod, actorutil.To(ctx), &housekeepingTick{}, s.stopTicks)
+	if s.cfg.ImageGC != nil {
+		// A first collection at once (as the kubelet's wait.Until), then
+		// every period.
+		ctx.Send(ctx.Self(), &imageGCTick{})
+		actorutil.Tick(s.cfg.Clock, s.cfg.ImageGCPeriod, actorutil.To(ctx), &imageGCTick{}, s.stopTicks)
+	}
 }
 
 // tell sends m to every non-nil pid.

@@ -70,6 +70,9 @@ func (m *Manager) doStartContainer(ctx context.Context, pod *v1.Pod, c *v1.Conta
 	if err != nil {
 		return err
 	}
+	if m.opts.ImageUsed != nil {
+		m.opts.ImageUsed(imageRef)
+	}
 
 	restartCount := 0
 	if prev != nil {

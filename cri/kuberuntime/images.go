@@ -71,7 +71,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	}
 	m.event(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := m.opts.Clock.Now()
-	pulled, err := m.rt.PullImage(ctx, spec, nil, sandboxCfg)
+	pulled, err := m.pullImage(ctx, pod, spec, sandboxCfg)
 	if err != nil {
 		m.imageBackOff.next(key, m.opts.Clock.Now())
 		m.event(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)

@@ -69,6 +69,9 @@ type Options struct {
 	// does. The container waits with reason Forbidden and a 403-style
 	// message; a Warning event says so once.
 	DenyEphemeralContainers bool
+	// ImageUsed, optional, is told the image reference each container is
+	// created from (image GC's record of last use). It must not block.
+	ImageUsed func(imageRef string)
 }
 
 // Manager drives one runtime for all pods of the node. It is safe for

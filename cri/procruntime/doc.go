@@ -67,7 +67,8 @@
 // sandbox reports Options.HostIP.
 // Containers run as the security context's user (credential.go), else as
 // the runtime's. Images are not downloaded: PullImage only keeps a record
-// under the normalised reference (image.go) and the image name is a label;
+// under the normalised reference (image.go), ignoring its AuthConfig (no
+// registry is contacted), and the image name is a label;
 // the container's command must exist on the host. ImageStatus of an unknown
 // image answers an empty response, as CRI specifies. The environment is
 // the config's, plus PATH, HOME, HOSTNAME (and TERM=xterm with a tty)

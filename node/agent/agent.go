@@ -26,6 +26,7 @@ import (
 	"github.com/actorlet/actorlet/actors/supervisor"
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/imagegc"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages"
@@ -49,6 +50,7 @@ type Agent struct {
 	runtime    cri.Runtime
 	runtimeVer string
 	manager    *kuberuntime.Manager
+	imageGC    *imagegc.Manager // nil: image GC off
 	conn       *bus.Conn
 	recorder   *events.Recorder
 	statuses   *publish.StatusPublisher // owns the node's status entries
@@ -168,6 +170,13 @@ func (a *Agent) start(ctx context.Context) error {
 		return fmt.Errorf("start the ConfigMap and Secret store: %w", err)
 	}
 	a.onShutdown(store.Stop)
+	if a.imageGC, err = a.startImageGC(); err != nil {
+		return err
+	}
+	var imageUsed func(string)
+	if a.imageGC != nil {
+		imageUsed = a.imageGC.MarkUsed
+	}
 	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
 		PodLogsDir:  cfg.PodLogsDir,
 		PodsDir:     filepath.Join(cfg.RootDir, "pods"),
@@ -178,6 +187,7 @@ func (a *Agent) start(ctx context.Context) error {
 		Objects:     store,
 		// A debug container runs the operator's command as exec does.
 		DenyEphemeralContainers: !cfg.AllowExec,
+		ImageUsed:               imageUsed,
 	})
 	if err := a.startActors(); err != nil {
 		return err
@@ -291,6 +301,9 @@ func (a *Agent) startActors() error {
 			Status: func() (*actor.Props, error) { return status.Props(statusCfg) },
 		},
 		PropsOptions: append(a.metrics.actorPropsOptions(), actor.WithReceiverMiddleware(cfg.ReceiverMiddleware...)),
+	}
+	if a.imageGC != nil {
+		supCfg.ImageGC = a.imageGC
 	}
 	if err := supCfg.Validate(); err != nil {
 		return err

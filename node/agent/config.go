@@ -9,18 +9,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/actorlet/actorlet/bus"
-	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/cri/crilogs"
-	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/asynkron/protoactor-go/actor"
-
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/crilogs"
+	"github.com/actorlet/actorlet/cri/imagegc"
+	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // Config is everything the agent can be told, by flag or by the --config
@@ -50,6 +51,11 @@ type Config struct {
 	ContainerLogMaxSize         string        `json:"containerLogMaxSize"`
 	ContainerLogMaxFiles        int           `json:"containerLogMaxFiles"`
 	ContainerLogMonitorInterval time.Duration `json:"containerLogMonitorInterval"`
+	// Image garbage collection, as the kubelet's flags of the same names.
+	ImageGCHighThresholdPercent int           `json:"imageGCHighThresholdPercent"`
+	ImageGCLowThresholdPercent  int           `json:"imageGCLowThresholdPercent"`
+	ImageMinimumGCAge           time.Duration `json:"imageMinimumGCAge"`
+	ImageMaximumGCAge           time.Duration `json:"imageMaximumGCAge"`
 
 	SyncFrequency             time.Duration `json:"syncFrequency"`
 	RelistPeriod              time.Duration `json:"relistPeriod"`
@@ -144,6 +150,9 @@ func DefaultConfig() Config {
 		ContainerLogMaxSize:            "10Mi",
 		ContainerLogMaxFiles:           crilogs.DefaultMaxFiles,
 		ContainerLogMonitorInterval:    crilogs.DefaultMonitorInterval,
+		ImageGCHighThresholdPercent:    imagegc.DefaultPolicy().HighThresholdPercent,
+		ImageGCLowThresholdPercent:     imagegc.DefaultPolicy().LowThresholdPercent,
+		ImageMinimumGCAge:              imagegc.DefaultPolicy().MinAge,
 		SyncFrequency:                  time.Minute,
 		RelistPeriod:                   time.Second,
 		NodeStatusUpdateFrequency:      10 * time.Second,
@@ -184,6 +193,10 @@ func ParseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.ContainerLogMaxSize, "container-log-max-size", cfg.ContainerLogMaxSize, "size (a quantity, e.g. 10Mi) a container log file reaches before it is rotated")
 	fs.IntVar(&cfg.ContainerLogMaxFiles, "container-log-max-files", cfg.ContainerLogMaxFiles, "most log files kept per container, the current one included (at least 2)")
 	fs.DurationVar(&cfg.ContainerLogMonitorInterval, "container-log-monitor-interval", cfg.ContainerLogMonitorInterval, "how often container log sizes are checked for rotation")
+	fs.IntVar(&cfg.ImageGCHighThresholdPercent, "image-gc-high-threshold", cfg.ImageGCHighThresholdPercent, "percent of the image filesystem's disk usage that starts image garbage collection (100 turns it off)")
+	fs.IntVar(&cfg.ImageGCLowThresholdPercent, "image-gc-low-threshold", cfg.ImageGCLowThresholdPercent, "percent of the image filesystem's disk usage image garbage collection frees down to (below the high threshold)")
+	fs.DurationVar(&cfg.ImageMinimumGCAge, "image-minimum-gc-age", cfg.ImageMinimumGCAge, "least age of an unused image before it is garbage collected")
+	fs.DurationVar(&cfg.ImageMaximumGCAge, "image-maximum-gc-age", cfg.ImageMaximumGCAge, "an image unused for this long is garbage collected whatever the disk usage (0: off)")
 	fs.DurationVar(&cfg.SyncFrequency, "sync-frequency", cfg.SyncFrequency, "resync interval of a healthy pod")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", cfg.RelistPeriod, "PLEG relist interval (sub-second allowed)")
 	fs.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", cfg.NodeStatusUpdateFrequency, "node heartbeat period")
@@ -296,6 +309,9 @@ func (c *Config) complete() error {
 	if c.ContainerLogMonitorInterval <= 0 {
 		errs = append(errs, fmt.Errorf("container-log-monitor-interval: must be positive, got %s", c.ContainerLogMonitorInterval))
 	}
+	if err := c.ImageGCPolicy().Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.MaxInteractiveSessions <= 0 {
 		errs = append(errs, fmt.Errorf("max-interactive-sessions: must be positive, got %d", c.MaxInteractiveSessions))
 	}
@@ -315,6 +331,16 @@ func (c *Config) complete() error {
 		errs = append(errs, fmt.Errorf("nats-replicas/nats-placement-*: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// ImageGCPolicy is the image garbage collection policy the flags give.
+func (c *Config) ImageGCPolicy() imagegc.Policy {
+	return imagegc.Policy{
+		HighThresholdPercent: c.ImageGCHighThresholdPercent,
+		LowThresholdPercent:  c.ImageGCLowThresholdPercent,
+		MinAge:               c.ImageMinimumGCAge,
+		MaxAge:               c.ImageMaximumGCAge,
+	}
 }
 
 func parseLabels(s string) (map[string]string, error) {

@@ -59,6 +59,7 @@ nats:
 					RelistPeriod: time.Second, RuntimeRequestTimeout: 2 * time.Minute,
 					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
 					ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
+					ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, ImageMinimumGCAge: 2 * time.Minute,
 					MaxInteractiveSessions: 4, StreamingConnectionIdleTimeout: 30 * time.Minute,
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
 				if !reflect.DeepEqual(c, want) {
@@ -94,6 +95,18 @@ nats:
 		{name: "bad container log size", args: []string{"--node-name", "n1", "--container-log-max-size", "lots"}, wantErr: []string{"container-log-max-size", `"lots"`}},
 		{name: "container log size zero", args: []string{"--node-name", "n1", "--container-log-max-size", "0"}, wantErr: []string{"container-log-max-size", "must be positive"}},
 		{name: "one container log file", args: []string{"--node-name", "n1", "--container-log-max-files", "1"}, wantErr: []string{"container-log-max-files", "at least 2"}},
+		{
+			name: "image gc flags",
+			args: []string{"--node-name", "n1", "--image-gc-high-threshold", "70", "--image-gc-low-threshold", "50", "--image-minimum-gc-age", "1m", "--image-maximum-gc-age", "168h"},
+			check: func(t *testing.T, c Config) {
+				if p := c.ImageGCPolicy(); p.HighThresholdPercent != 70 || p.LowThresholdPercent != 50 || p.MinAge != time.Minute || p.MaxAge != 168*time.Hour {
+					t.Errorf("image GC policy = %+v", p)
+				}
+			},
+		},
+		{name: "hostile image gc threshold", args: []string{"--node-name", "n1", "--image-gc-high-threshold", "999999"}, wantErr: []string{"image-gc-high-threshold: 999999 must be between 0 and 100"}},
+		{name: "image gc low over high", args: []string{"--node-name", "n1", "--image-gc-low-threshold", "90"}, wantErr: []string{"image-gc-low-threshold: 90 must be less than image-gc-high-threshold 85"}},
+		{name: "image gc max age under min age", args: []string{"--node-name", "n1", "--image-maximum-gc-age", "1m"}, wantErr: []string{"image-maximum-gc-age: 1m0s must be greater than image-minimum-gc-age 2m0s"}},
 		{name: "bad session limit", args: []string{"--node-name", "n1", "--max-interactive-sessions", "-3"}, wantErr: []string{"max-interactive-sessions", "must be positive"}},
 		{name: "bad stream idle timeout", args: []string{"--node-name", "n1", "--streaming-connection-idle-timeout", "0s"}, wantErr: []string{"streaming-connection-idle-timeout", "must be positive"}},
 		{name: "bad duration flag", args: []string{"--sync-frequency", "often"}, wantErr: []string{"sync-frequency"}},

@@ -42,6 +42,12 @@ capeff=$(awk '/^CapEff/ {print $2}' /proc/self/status)
 restrict=false
 if (( (16#$capeff >> 24 & 1) == 0 )); then restrict=true; fi
 snapshotter=overlayfs
+# Registries: none is configured (no registry.config_path, no mirrors), so
+# the CRI plugin's resolver applies its defaults, under which a loopback
+# host (127.0.0.1:PORT, localhost) is pulled over plain HTTP (containerd
+# 1.5+ CRI: defaultScheme). The pull-secret scenario's in-process registry
+# (pullsecret_test.go, a random loopback port, basic auth) needs nothing
+# more; credentials come with each PullImage from the pod's imagePullSecrets.
 cat > "$CONFIG.new" <<TOML
 version = 2
 root = "/var/lib/containerd"
