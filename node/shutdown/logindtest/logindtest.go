@@ -195,9 +195,10 @@ func (m *manager) Inhibit(what, who, why, mode string) (dbus.UnixFD, *dbus.Error
 		_ = r.Close()
 		close(released)
 	}()
+	fd := w.Fd() // before any goroutine may close w
 	handedOver := make(chan struct{})
 	go func() {
-		closeOnceSent(w)
+		closeOnceSent(w, fd)
 		close(handedOver)
 	}()
 	m.l.mu.Lock()
@@ -207,7 +208,7 @@ func (m *manager) Inhibit(what, who, why, mode string) (dbus.UnixFD, *dbus.Error
 	case m.l.taken <- struct{}{}:
 	default:
 	}
-	return dbus.UnixFD(w.Fd()), nil
+	return dbus.UnixFD(fd), nil
 }
 
 // closeOnceSent closes our copy of the lock's write end once another copy
@@ -215,14 +216,14 @@ func (m *manager) Inhibit(what, who, why, mode string) (dbus.UnixFD, *dbus.Error
 // the client holds one), so that the client's close alone releases the
 // lock. The D-Bus library sends the reply after Inhibit returns and gives
 // no hook once it is out.
-func closeOnceSent(w *os.File) {
+func closeOnceSent(w *os.File, fd uintptr) {
 	var st syscall.Stat_t
-	if err := syscall.Fstat(int(w.Fd()), &st); err != nil {
+	if err := syscall.Fstat(int(fd), &st); err != nil {
 		_ = w.Close()
 		return
 	}
 	target := fmt.Sprintf("pipe:[%d]", st.Ino)
-	ours := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), w.Fd())
+	ours := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && !otherCopy(target, ours) {
 		time.Sleep(2 * time.Millisecond)
