@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -18,6 +19,14 @@ const shutdownReplyMargin = 30 * time.Second
 // flushTimeout bounds publishing the final statuses before the lock goes.
 const flushTimeout = 5 * time.Second
 
+// Reconnection to the system bus after it went away (a restarted
+// dbus-daemon): the first try after reconnectMin, doubling up to
+// reconnectMax, as the kubelet restarts its watch.
+const (
+	reconnectMin = time.Second
+	reconnectMax = 30 * time.Second
+)
+
 // startGracefulShutdown takes logind's delay inhibitor lock when a
 // shutdown grace period is set, and watches for PrepareForShutdown.
 // Without logind it says once why and the agent runs as without the
@@ -32,13 +41,15 @@ func (a *Agent) startGracefulShutdown() {
 	for _, g := range groups {
 		total += time.Duration(g.GracePeriodSeconds) * time.Second
 	}
-	inh, err := shutdown.Open(shutdown.Config{BusAddress: a.cfg.SystemBusAddress, Who: "actorlet",
-		Why: "actorlet terminates the node's pods gracefully before a shutdown"})
+	open := func() (*shutdown.Inhibitor, error) {
+		return shutdown.Open(shutdown.Config{BusAddress: a.cfg.SystemBusAddress, Who: "actorlet",
+			Why: "actorlet terminates the node's pods gracefully before a shutdown"})
+	}
+	inh, err := open()
 	if err != nil {
-		klog.InfoS("Graceful node shutdown unavailable: pods get no grace period on a system shutdown", "reason", err.Error())
+		klog.InfoS("Pods get no grace period on a system shutdown", "reason", err.Error())
 		return
 	}
-	a.onShutdown(inh.Close)
 	if delayMax := inh.InhibitDelayMax(); delayMax < total {
 		klog.ErrorS(nil, "logind's InhibitDelayMaxSec is shorter than the shutdown grace period: the system goes down after it, whatever the pods' state",
 			"inhibitDelayMax", delayMax, "shutdownGracePeriod", total,
@@ -46,15 +57,58 @@ func (a *Agent) startGracefulShutdown() {
 	}
 	klog.InfoS("Graceful node shutdown enabled: holding a logind delay inhibitor lock", "shutdownGracePeriod", total,
 		"groups", groups, "inhibitDelayMax", inh.InhibitDelayMax())
-	go a.watchShutdown(inh, groups, total)
+	w := &shutdownWatch{a: a, open: open, groups: groups, total: total, cur: inh, stop: make(chan struct{}), done: make(chan struct{})}
+	a.onShutdown(w.close)
+	go w.run()
 }
 
-// watchShutdown follows PrepareForShutdown until the connection ends.
-func (a *Agent) watchShutdown(inh *shutdown.Inhibitor, groups []messages.ShutdownGroup, total time.Duration) {
+// shutdownWatch follows logind through the life of the agent, connecting
+// again when the system bus goes away.
+type shutdownWatch struct {
+	a      *Agent
+	open   func() (*shutdown.Inhibitor, error)
+	groups []messages.ShutdownGroup
+	total  time.Duration
+
+	mu      sync.Mutex
+	cur     *shutdown.Inhibitor // the connection in use
+	stopped bool
+	stop    chan struct{} // closed by close
+	done    chan struct{} // closed when run returns
+}
+
+// close ends the watch: the lock is released (the agent stops; a system
+// shutdown without it gives the pods no grace period).
+func (w *shutdownWatch) close() {
+	w.mu.Lock()
+	w.stopped = true
+	close(w.stop)
+	cur := w.cur
+	w.mu.Unlock()
+	cur.Close()
+	<-w.done
+}
+
+func (w *shutdownWatch) run() {
+	defer close(w.done)
+	for {
+		w.mu.Lock()
+		inh := w.cur
+		w.mu.Unlock()
+		w.follow(inh)
+		if !w.reconnect() {
+			return
+		}
+	}
+}
+
+// follow handles inh's PrepareForShutdown events until its connection ends.
+func (w *shutdownWatch) follow(inh *shutdown.Inhibitor) {
+	a := w.a
 	for active := range inh.Events() {
 		if active {
 			if a.shuttingDown.CompareAndSwap(false, true) {
-				go a.runNodeShutdown(inh, groups, total)
+				go a.runNodeShutdown(inh, w.groups, w.total)
 			}
 			continue
 		}
@@ -64,6 +118,45 @@ func (a *Agent) watchShutdown(inh *shutdown.Inhibitor, groups []messages.Shutdow
 			klog.ErrorS(err, "Cannot take the logind inhibitor lock again after a canceled shutdown")
 		}
 		a.beat()
+	}
+}
+
+// reconnect opens a new connection after the last one ended, backing off;
+// false once the watch is closed.
+func (w *shutdownWatch) reconnect() bool {
+	select {
+	case <-w.stop:
+		return false
+	default:
+	}
+	klog.ErrorS(nil, "Lost the system bus: a system shutdown cannot be seen until it is back; reconnecting")
+	backoff := reconnectMin
+	for {
+		select {
+		case <-w.stop:
+			return false
+		case <-time.After(backoff):
+		}
+		inh, err := w.open()
+		if err != nil {
+			klog.V(2).InfoS("Cannot reach logind yet", "reason", err.Error(), "retryIn", backoff)
+			backoff = min(2*backoff, reconnectMax)
+			continue
+		}
+		w.mu.Lock()
+		if w.stopped {
+			w.mu.Unlock()
+			inh.Close()
+			return false
+		}
+		old := w.cur
+		w.cur = inh
+		w.mu.Unlock()
+		// The old lock may still hold logind (only the bus went away): let
+		// it go now that the new one is held.
+		old.Close()
+		klog.InfoS("Back on the system bus: holding a logind delay inhibitor lock again")
+		return true
 	}
 }
 

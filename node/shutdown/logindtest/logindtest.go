@@ -43,7 +43,13 @@ type Lock struct {
 type Logind struct {
 	// Address is the bus, as DBUS_SYSTEM_BUS_ADDRESS takes it.
 	Address string
-	conn    *dbus.Conn
+
+	t        testing.TB
+	daemon   string // dbus-daemon's path
+	dir      string // socket, configuration and log
+	delayMax time.Duration
+	cmd      *exec.Cmd
+	conn     *dbus.Conn
 
 	mu     sync.Mutex
 	locks  []Lock
@@ -65,25 +71,52 @@ func Start(t testing.TB, delayMax time.Duration) *Logind {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "bus.sock")
-	conf := filepath.Join(dir, "bus.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(busConfig, sock)), 0o644); err != nil {
+	l := &Logind{t: t, daemon: daemon, dir: dir, delayMax: delayMax, taken: make(chan struct{}, 64)}
+	l.Address = "unix:path=" + filepath.Join(dir, "bus.sock")
+	if err := os.WriteFile(filepath.Join(dir, "bus.conf"), []byte(fmt.Sprintf(busConfig, filepath.Join(dir, "bus.sock"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "dbus-daemon.log"))
+	l.startBus()
+	t.Cleanup(l.stopBus)
+	return l
+}
+
+// RestartBus stops the bus daemon (every client loses its connection, and
+// so its lock) and starts a new one on the same socket, logind on it again.
+func (l *Logind) RestartBus() {
+	l.t.Helper()
+	l.stopBus()
+	_ = os.Remove(filepath.Join(l.dir, "bus.sock"))
+	l.startBus()
+}
+
+func (l *Logind) stopBus() {
+	if l.conn != nil {
+		_ = l.conn.Close()
+	}
+	if l.cmd != nil {
+		_ = l.cmd.Process.Kill()
+		_ = l.cmd.Wait()
+		l.cmd = nil
+	}
+}
+
+// startBus runs dbus-daemon and puts the stand-in on it.
+func (l *Logind) startBus() {
+	t := l.t
+	t.Helper()
+	sock := filepath.Join(l.dir, "bus.sock")
+	logFile, err := os.Create(filepath.Join(l.dir, "dbus-daemon.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(daemon, "--config-file="+conf, "--nofork", "--nopidfile")
+	cmd := exec.Command(l.daemon, "--config-file="+filepath.Join(l.dir, "bus.conf"), "--nofork", "--nopidfile")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start dbus-daemon: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	l.cmd = cmd
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.Dial("unix", sock)
@@ -97,17 +130,15 @@ func Start(t testing.TB, delayMax time.Duration) *Logind {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	l := &Logind{Address: "unix:path=" + sock, taken: make(chan struct{}, 64)}
 	l.conn, err = dbus.Connect(l.Address)
 	if err != nil {
 		t.Fatalf("connect to the test bus: %v", err)
 	}
-	t.Cleanup(func() { _ = l.conn.Close() })
 	if err := l.conn.Export(&manager{l}, path, iface); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := prop.Export(l.conn, path, prop.Map{iface: {
-		"InhibitDelayMaxUSec": {Value: uint64(delayMax / time.Microsecond), Emit: prop.EmitFalse},
+		"InhibitDelayMaxUSec": {Value: uint64(l.delayMax / time.Microsecond), Emit: prop.EmitFalse},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +146,6 @@ func Start(t testing.TB, delayMax time.Duration) *Logind {
 	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
 		t.Fatalf("claim %s on the test bus: %v (reply %d)", service, err, reply)
 	}
-	return l
 }
 
 // busConfig lets anyone on the private bus own and call anything.

@@ -171,3 +171,25 @@ func (e *env) nodeEntry() *v1.Node {
 	}
 	return &n
 }
+
+// TestShutdownLockTakenAgainAfterBusRestart: when the system bus restarts
+// the agent connects again, takes a new lock (then lets the old one go),
+// and a shutdown announced on the new bus ends it as before.
+func TestShutdownLockTakenAgainAfterBusRestart(t *testing.T) {
+	l := logindtest.Start(t, time.Minute)
+	e := newEnv(t, envOptions{configure: func(c *agent.Config) {
+		c.SystemBusAddress = l.Address
+		c.ShutdownGracePeriod = 10 * time.Second
+	}})
+	first := l.WaitLock(t, 1, 10*time.Second)
+	waitClosed(t, first.HandedOver, 10*time.Second, "the agent holds the first lock")
+	l.RestartBus()
+	second := l.WaitLock(t, 2, 30*time.Second)
+	waitClosed(t, second.HandedOver, 10*time.Second, "the agent holds the second lock")
+	waitClosed(t, first.Released, 10*time.Second, "the first lock let go once the second is held")
+	if err := l.PrepareForShutdown(true); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, second.Released, 30*time.Second, "the second lock released by the shutdown")
+	waitClosed(t, e.agent.ShutDown(), 10*time.Second, "the agent ends its run after the shutdown")
+}
