@@ -48,6 +48,9 @@ func (s *supervisor) workerStateChanged(ctx actor.Context, m *messages.PodWorker
 // pod of that name that is still wanted.
 func (s *supervisor) startNextStatic(ctx actor.Context, name string, finished types.UID) {
 	s.static.release(name, finished)
+	if s.node.shuttingDown {
+		return // nothing new starts while the node shuts down
+	}
 	for {
 		uid, ok := s.static.next(name)
 		if !ok {

@@ -46,17 +46,22 @@ type shutdownGroupTimedOut struct{ step int }
 // startNodeShutdown begins a graceful shutdown: admission refuses new
 // pods, the node reports not ready, and the first group is terminated.
 func (s *supervisor) startNodeShutdown(ctx actor.Context, m *messages.StartNodeShutdown) {
-	if s.shutdown != nil {
-		klog.V(2).InfoS("Node shutdown already in progress")
+	if sh := s.shutdown; sh != nil {
+		if sh.replyTo == nil && ctx.Sender() != nil {
+			// Over already: nothing is left to terminate.
+			ctx.Respond(&messages.NodeShutdownDone{})
+		}
+		klog.V(2).InfoS("Node shutdown already started")
 		return
 	}
 	groups := append([]messages.ShutdownGroup(nil), m.Groups...)
 	sort.SliceStable(groups, func(i, j int) bool { return groups[i].Priority < groups[j].Priority })
-	sh := &nodeShutdown{replyTo: ctx.Sender(), groups: groups, pods: groupByPriority(groups, s.activePods()),
+	active := s.activePods()
+	sh := &nodeShutdown{replyTo: ctx.Sender(), groups: groups, pods: groupByPriority(groups, active),
 		waiting: map[types.UID]string{}, stopTimer: func() {}}
 	s.shutdown = sh
 	s.node.shuttingDown = true
-	klog.InfoS("Node shutting down: terminating pods by priority", "pods", len(s.activePods()), "groups", len(groups))
+	klog.InfoS("Node shutting down: terminating pods by priority", "pods", len(active), "groups", len(groups))
 	s.nextShutdownGroup(ctx)
 }
 

@@ -93,6 +93,10 @@ func TestNodeShutdownTerminatesByPriority(t *testing.T) {
 	if done.Terminated != 3 || len(done.Remaining) != 0 || done.Canceled {
 		t.Fatalf("done = %+v, want 3 terminated, none remaining", done)
 	}
+	// Asked again once over: answered at once, nothing more to do.
+	if again, ok := h.ask(&messages.StartNodeShutdown{Groups: groups}).(*messages.NodeShutdownDone); !ok || again.Terminated != 0 {
+		t.Fatalf("second StartNodeShutdown answered %+v, want an empty NodeShutdownDone", again)
+	}
 	eventually(t, "final statuses", func() bool {
 		n := 0
 		for _, m := range actortest.Of[*messages.PodStatusComputed](h.status) {

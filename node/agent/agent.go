@@ -330,6 +330,11 @@ func (a *Agent) replayOnSupervisorRestart() {
 		if ok {
 			a.system.Root.Send(a.actors.Supervisor, &ready)
 		}
+		if a.shuttingDown.Load() {
+			// The new incarnation goes on with the node shutdown (the
+			// waiting runNodeShutdown lets the system go at its deadline).
+			a.system.Root.Send(a.actors.Supervisor, &messages.StartNodeShutdown{Groups: a.cfg.shutdownGroups()})
+		}
 	})
 	a.onShutdown(func() { a.system.EventStream.Unsubscribe(sub) })
 }

@@ -113,6 +113,7 @@ func (w *shutdownWatch) follow(inh *shutdown.Inhibitor) {
 			continue
 		}
 		klog.InfoS("System shutdown canceled")
+		a.shuttingDown.Store(false)
 		a.system.Root.Send(a.actors.Supervisor, &messages.CancelNodeShutdown{})
 		if err := inh.Acquire(); err != nil {
 			klog.ErrorS(err, "Cannot take the logind inhibitor lock again after a canceled shutdown")
@@ -172,9 +173,7 @@ func (a *Agent) runNodeShutdown(inh *shutdown.Inhibitor, groups []messages.Shutd
 	case err != nil || done == nil:
 		klog.ErrorS(err, "The sync loop did not report the pods terminated; letting the system shut down")
 	case done.Canceled:
-		a.shuttingDown.Store(false)
-		a.beat()
-		return
+		return // follow took it back
 	default:
 		klog.InfoS("Pods terminated for the system shutdown", "terminated", done.Terminated, "stillTerminating", done.Remaining)
 	}
