@@ -51,7 +51,7 @@ func (a *Agent) startGracefulShutdown() {
 		return
 	}
 	if delayMax := inh.InhibitDelayMax(); delayMax < total {
-		klog.ErrorS(nil, "logind's InhibitDelayMaxSec is shorter than the shutdown grace period: the system goes down after it, whatever the pods' state",
+		klog.ErrorS(nil, "The logind InhibitDelayMaxSec is shorter than the shutdown grace period: the system goes down after it, whatever the pods' state",
 			"inhibitDelayMax", delayMax, "shutdownGracePeriod", total,
 			"fix", "set InhibitDelayMaxSec to at least the grace period under [Login] in /etc/systemd/logind.conf.d/99-actorlet.conf, then reload systemd-logind")
 	}
