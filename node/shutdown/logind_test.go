@@ -3,6 +3,7 @@ package shutdown_test
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,12 +99,26 @@ func TestInhibitorOnRealBus(t *testing.T) {
 	l.WaitLock(t, 2, 10*time.Second)
 }
 
-// TestInhibitorUnavailable: no bus, and a logind refusing the lock, each
+// TestInhibitorUnavailable: no bus, a bus without logind, a logind whose
+// InhibitDelayMaxUSec is not a uint64, and a logind refusing the lock each
 // give ErrUnavailable with the reason.
 func TestInhibitorUnavailable(t *testing.T) {
 	_, err := shutdown.Open(shutdown.Config{BusAddress: "unix:path=" + filepath.Join(t.TempDir(), "none.sock")})
 	if !errors.Is(err, shutdown.ErrUnavailable) {
 		t.Fatalf("no bus: err = %v, want ErrUnavailable", err)
+	}
+	gone := logindtest.Start(t, time.Second)
+	if err := gone.Vanish(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = shutdown.Open(shutdown.Config{BusAddress: gone.Address})
+	if !errors.Is(err, shutdown.ErrUnavailable) || !strings.Contains(err.Error(), "InhibitDelayMaxUSec") {
+		t.Fatalf("no logind: err = %v, want ErrUnavailable reading InhibitDelayMaxUSec", err)
+	}
+	odd := logindtest.StartWithDelayValue(t, "forever")
+	_, err = shutdown.Open(shutdown.Config{BusAddress: odd.Address})
+	if !errors.Is(err, shutdown.ErrUnavailable) || !strings.Contains(err.Error(), "want a uint64") {
+		t.Fatalf("string InhibitDelayMaxUSec: err = %v, want ErrUnavailable naming the type", err)
 	}
 	l := logindtest.Start(t, time.Second)
 	l.RefuseInhibit()

@@ -47,7 +47,7 @@ type Logind struct {
 	t        testing.TB
 	daemon   string // dbus-daemon's path
 	dir      string // socket, configuration and log
-	delayMax time.Duration
+	delayMax any    // InhibitDelayMaxUSec
 	cmd      *exec.Cmd
 	conn     *dbus.Conn
 
@@ -62,6 +62,13 @@ type Logind struct {
 // test, saying why, when dbus-daemon is not installed.
 func Start(t testing.TB, delayMax time.Duration) *Logind {
 	t.Helper()
+	return StartWithDelayValue(t, uint64(delayMax/time.Microsecond))
+}
+
+// StartWithDelayValue is Start with InhibitDelayMaxUSec set to any value,
+// of any D-Bus type (logind's is a uint64), for hostile tests.
+func StartWithDelayValue(t testing.TB, inhibitDelayMaxUSec any) *Logind {
+	t.Helper()
 	daemon, err := exec.LookPath("dbus-daemon")
 	if err != nil {
 		t.Skip("dbus-daemon is not installed (apt-get install dbus-daemon): the graceful shutdown tests need a real D-Bus")
@@ -71,7 +78,7 @@ func Start(t testing.TB, delayMax time.Duration) *Logind {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	l := &Logind{t: t, daemon: daemon, dir: dir, delayMax: delayMax, taken: make(chan struct{}, 64)}
+	l := &Logind{t: t, daemon: daemon, dir: dir, delayMax: inhibitDelayMaxUSec, taken: make(chan struct{}, 64)}
 	l.Address = "unix:path=" + filepath.Join(dir, "bus.sock")
 	if err := os.WriteFile(filepath.Join(dir, "bus.conf"), []byte(fmt.Sprintf(busConfig, filepath.Join(dir, "bus.sock"))), 0o644); err != nil {
 		t.Fatal(err)
@@ -138,7 +145,7 @@ func (l *Logind) startBus() {
 		t.Fatal(err)
 	}
 	if _, err := prop.Export(l.conn, path, prop.Map{iface: {
-		"InhibitDelayMaxUSec": {Value: uint64(l.delayMax / time.Microsecond), Emit: prop.EmitFalse},
+		"InhibitDelayMaxUSec": {Value: l.delayMax, Emit: prop.EmitFalse},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +170,13 @@ const busConfig = `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Con
   </policy>
 </busconfig>
 `
+
+// Vanish takes logind off the bus (the bus stays): as a system bus
+// without systemd-logind.
+func (l *Logind) Vanish() error {
+	_, err := l.conn.ReleaseName(service)
+	return err
+}
 
 // PrepareForShutdown emits logind's signal.
 func (l *Logind) PrepareForShutdown(active bool) error {
