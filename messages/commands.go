@@ -45,6 +45,9 @@ type KillOptions struct {
 	GracePeriodSecondsOverride *int64
 	Reason                     string
 	Message                    string
+	// Conditions are set on an evicted pod's final status (the kubelet's
+	// DisruptionTarget), replacing any of the same type.
+	Conditions []v1.PodCondition
 }
 
 // SyncPod asks a pod actor to bring its pod towards the desired state

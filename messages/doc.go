@@ -38,8 +38,12 @@
 //	ProbeStates           prober → operator                 reply to ListProbes (one ProbeState per worker)
 //	GetNodeConditions     node heartbeat → supervisor       request: runtime/PLEG health and pods
 //	NodeConditions        supervisor → node heartbeat       reply to GetNodeConditions
+//	StartNodeShutdown     node shutdown (logind) → supervisor   request: terminate pods by priority groups, refuse new ones
+//	NodeShutdownDone      supervisor → node shutdown        reply to StartNodeShutdown: every group done (or canceled)
+//	CancelNodeShutdown    node shutdown (logind) → supervisor   the system shutdown was canceled: admit again, stop terminating
 //
 // Data carried inside messages: KillOptions (SyncPod, TerminatePod),
+// ShutdownGroup (StartNodeShutdown),
 // container.Pod (an orphan's SyncPod: the runtime's list view of a pod,
 // from the runtime model in cri/container), ProbeState (ProbeStates).
 // "operator" is the command service (node/commands) acting for

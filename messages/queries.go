@@ -95,6 +95,9 @@ type NodeConditions struct {
 	PLEGMessage    string
 	RunningPods    int
 	Pods           []*v1.Pod // desired pods it knows, for capacity accounting
+	// ShuttingDown is set while a graceful node shutdown is in progress:
+	// the node reports Ready false ("node is shutting down").
+	ShuttingDown bool
 }
 
 // GetNodeConditions asks the supervisor for NodeConditions.

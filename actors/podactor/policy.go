@@ -129,7 +129,7 @@ func requeueAfter(phaseChanged bool, err error, resync, backOff time.Duration) t
 // terminalStatus turns the status generated for a stopped pod into its final
 // status: a phase already terminal stays (phases never go back), any other
 // becomes Failed, and an eviction ends Failed with the kill's reason and
-// message.
+// message (and its conditions).
 func terminalStatus(s v1.PodStatus, lastPhase v1.PodPhase, kill *messages.KillOptions) v1.PodStatus {
 	switch {
 	case podrules.IsTerminal(lastPhase):
@@ -141,6 +141,20 @@ func terminalStatus(s v1.PodStatus, lastPhase v1.PodPhase, kill *messages.KillOp
 		s.Phase = v1.PodFailed
 		s.Reason = kill.Reason
 		s.Message = kill.Message
+		for _, c := range kill.Conditions {
+			s.Conditions = setCondition(s.Conditions, c)
+		}
 	}
 	return s
+}
+
+// setCondition replaces the condition of c's type in conds, or appends c.
+func setCondition(conds []v1.PodCondition, c v1.PodCondition) []v1.PodCondition {
+	out := make([]v1.PodCondition, 0, len(conds)+1)
+	for _, old := range conds {
+		if old.Type != c.Type {
+			out = append(out, old)
+		}
+	}
+	return append(out, c)
 }

@@ -122,6 +122,25 @@ func TestTerminalStatus(t *testing.T) {
 	}
 }
 
+// TestTerminalStatusSetsKillConditions: an eviction's conditions (the
+// node shutdown's DisruptionTarget) replace those of the same type and
+// keep the others.
+func TestTerminalStatusSetsKillConditions(t *testing.T) {
+	target := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: "shutdown"}
+	kill := &messages.KillOptions{Evict: true, Reason: "Terminated", Message: "shutdown", Conditions: []v1.PodCondition{target}}
+	generated := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionFalse},
+		{Type: v1.DisruptionTarget, Status: v1.ConditionFalse, Reason: "old"},
+	}}
+	got := terminalStatus(generated, v1.PodRunning, kill)
+	if len(got.Conditions) != 2 || got.Conditions[0].Type != v1.PodReady || got.Conditions[1] != target {
+		t.Fatalf("conditions = %+v, want Ready kept and DisruptionTarget replaced by %+v", got.Conditions, target)
+	}
+	if len(generated.Conditions) != 2 || generated.Conditions[1].Reason != "old" {
+		t.Fatalf("the generated status was modified: %+v", generated.Conditions)
+	}
+}
+
 func TestNothingRunning(t *testing.T) {
 	ready := &runtimeapi.PodSandboxStatus{Id: "s", State: runtimeapi.PodSandboxState_SANDBOX_READY}
 	notReady := &runtimeapi.PodSandboxStatus{Id: "s", State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}

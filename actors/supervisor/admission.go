@@ -22,6 +22,8 @@ type node struct {
 	allocatable v1.ResourceList // nil: not checked
 	maxPods     int
 	runtime     func(*v1.Pod) (reason, message string) // nil: no runtime check
+	// shuttingDown refuses every pod: the node is shutting down.
+	shuttingDown bool
 }
 
 // rejection says why a pod was refused.
@@ -70,6 +72,9 @@ func (u *usage) add(pod *v1.Pod) {
 // admit checks pod against the node given what the active pods use. It
 // returns nil when the pod may run.
 func admit(n node, pod *v1.Pod, u *usage) *rejection {
+	if n.shuttingDown {
+		return &rejection{ReasonNodeShutdown, messageNodeShutdown}
+	}
 	if u.pods+1 > n.maxPods {
 		return &rejection{ReasonOutOfPods, fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", u.pods, n.maxPods)}
 	}

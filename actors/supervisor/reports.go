@@ -34,6 +34,9 @@ func (s *supervisor) workerStateChanged(ctx actor.Context, m *messages.PodWorker
 	if m.Finished && m.Static {
 		s.startNextStatic(ctx, m.FullName, m.UID)
 	}
+	if m.Finished {
+		s.shutdownPodFinished(ctx, m.UID)
+	}
 	if m.Finished && s.pods[m.UID] == nil && w.actor == actorLive {
 		// Nothing wants the pod any more: tear it down now rather than at
 		// the next housekeeping tick.
@@ -45,6 +48,9 @@ func (s *supervisor) workerStateChanged(ctx actor.Context, m *messages.PodWorker
 // pod of that name that is still wanted.
 func (s *supervisor) startNextStatic(ctx actor.Context, name string, finished types.UID) {
 	s.static.release(name, finished)
+	if s.node.shuttingDown {
+		return // nothing new starts while the node shuts down
+	}
 	for {
 		uid, ok := s.static.next(name)
 		if !ok {

@@ -54,6 +54,8 @@ type supervisor struct {
 	pleg, prober, status *actor.PID
 	lostChildren         map[string]bool // fixed children to respawn, by name
 	stopping             bool            // the loop itself is stopping
+
+	shutdown *nodeShutdown // a graceful node shutdown, once started
 }
 
 // internal ticks.
@@ -123,6 +125,12 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.terminatePod(ctx, m)
 	case *messages.ObjectChanged:
 		s.objectChanged(ctx, m)
+	case *messages.StartNodeShutdown:
+		s.startNodeShutdown(ctx, m)
+	case *messages.CancelNodeShutdown:
+		s.cancelNodeShutdown(ctx)
+	case *shutdownGroupTimedOut:
+		s.shutdownGroupTimeout(ctx, m)
 	case *messages.RestartPod:
 		if w := s.liveWorker(m.UID); w != nil {
 			ctx.Send(w.pid, m)
@@ -259,7 +267,7 @@ func (s *supervisor) terminatePod(ctx actor.Context, m *messages.TerminatePod) {
 // nodeConditions answers GetNodeConditions.
 func (s *supervisor) nodeConditions() *messages.NodeConditions {
 	nc := &messages.NodeConditions{RuntimeReady: s.runtimeReady, RuntimeMessage: s.runtimeMessage,
-		PLEGHealthy: s.plegHealthy, PLEGMessage: s.plegMessage, Pods: s.activePods()}
+		PLEGHealthy: s.plegHealthy, PLEGMessage: s.plegMessage, Pods: s.activePods(), ShuttingDown: s.node.shuttingDown}
 	for _, w := range s.workers {
 		if !w.workDone() && w.actor != actorFailed {
 			nc.RunningPods++

@@ -64,6 +64,13 @@ type Agent struct {
 	labels atomic.Pointer[messages.NodeLabelsChanged]
 	// admission is the runtime's admission check (nil: none).
 	admission *runtimeAdmission
+	heartbeat *publish.Heartbeat
+
+	// A graceful node shutdown (shutdown.go): shuttingDown while it runs,
+	// shutDown closed once it is over.
+	shuttingDown atomic.Bool
+	shutDown     chan struct{}
+	shutDownOnce sync.Once
 }
 
 // Version is the agent's version, set at build time with
@@ -71,13 +78,18 @@ type Agent struct {
 var Version = "0.1.0"
 
 // Run starts the agent and blocks until ctx ends, then stops it, leaving
-// the pods running: a restarted agent adopts them.
+// the pods running: a restarted agent adopts them. After a graceful node
+// shutdown (the system is going down; its pods are terminated) it stops
+// and returns too.
 func Run(ctx context.Context, cfg Config) error {
 	a, err := Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-a.ShutDown():
+	}
 	a.Stop()
 	return nil
 }
@@ -89,7 +101,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, started: time.Now(), metrics: newAgentMetrics()}
+	a := &Agent{cfg: cfg, started: time.Now(), metrics: newAgentMetrics(), shutDown: make(chan struct{})}
 	if err := a.start(ctx); err != nil {
 		a.shutdown()
 		return nil, err
@@ -102,7 +114,11 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 // Stop stops the agent; pods keep running. It is safe to call twice.
 func (a *Agent) Stop() {
 	a.stopOnce.Do(func() {
-		klog.InfoS("Agent stopping; pods keep running", "node", a.cfg.NodeName)
+		if a.shuttingDown.Load() {
+			klog.InfoS("Agent stopping after a node shutdown", "node", a.cfg.NodeName)
+		} else {
+			klog.InfoS("Agent stopping; pods keep running", "node", a.cfg.NodeName)
+		}
 		a.shutdown()
 	})
 }
@@ -342,6 +358,11 @@ func (a *Agent) replayOnSupervisorRestart() {
 		if ok {
 			a.system.Root.Send(a.actors.Supervisor, &ready)
 		}
+		if a.shuttingDown.Load() {
+			// The new incarnation goes on with the node shutdown (the
+			// waiting runNodeShutdown lets the system go at its deadline).
+			a.system.Root.Send(a.actors.Supervisor, &messages.StartNodeShutdown{Groups: a.cfg.shutdownGroups()})
+		}
 	})
 	a.onShutdown(func() { a.system.EventStream.Unsubscribe(sub) })
 }
@@ -402,6 +423,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 		return fmt.Errorf("start the node heartbeat: %w", err)
 	}
 	a.onShutdown(hb.Stop)
+	a.heartbeat = hb
 	node := &commands.ActorNode{
 		Root: a.system.Root, Supervisor: a.actors.Supervisor, Status: a.actors.Status, Prober: a.actors.Prober,
 		Runtime: a.runtime, BackOffs: a.manager.BackOffs,
@@ -426,6 +448,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 		Help: "Interactive sessions (exec -it, attach, port-forward connections) the node holds."},
 		func() float64 { return float64(svc.OpenSessions()) }))
 	a.metrics.register(a)
+	a.startGracefulShutdown()
 	if cfg.HealthzPort > 0 {
 		stop, err := serveHTTP(net.JoinHostPort(cfg.HealthzBindAddress, fmt.Sprint(cfg.HealthzPort)), a)
 		if err != nil {

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/actorlet/actorlet/messages"
 
 	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
@@ -77,6 +80,19 @@ type Config struct {
 
 	NATS NATSConfig `json:"nats"`
 
+	// Graceful node shutdown, as the kubelet's (0: off): on logind's
+	// PrepareForShutdown the pods are terminated within
+	// ShutdownGracePeriod, the last ShutdownGracePeriodCriticalPods of it
+	// kept for critical pods (priority >= 2000000000), or by the finer
+	// ShutdownGracePeriodByPodPriority (either, not both).
+	ShutdownGracePeriod              time.Duration                      `json:"shutdownGracePeriod"`
+	ShutdownGracePeriodCriticalPods  time.Duration                      `json:"shutdownGracePeriodCriticalPods"`
+	ShutdownGracePeriodByPodPriority []ShutdownGracePeriodByPodPriority `json:"shutdownGracePeriodByPodPriority"`
+	// SystemBusAddress is the D-Bus system bus logind is on (default:
+	// DBUS_SYSTEM_BUS_ADDRESS, else /var/run/dbus/system_bus_socket). Not
+	// settable from flags or the file: tests point agents at their own bus.
+	SystemBusAddress string `json:"-"`
+
 	// Runtime, when set, is used instead of ContainerRuntimeEndpoint or the
 	// embedded process runtime: tests and benchmarks run agents on an
 	// in-memory CRI runtime this way. Not settable from flags or the file.
@@ -131,6 +147,96 @@ type NATSConfig struct {
 	HubDomain        string   `json:"hubDomain"`
 	PlacementCluster string   `json:"placementCluster"`
 	PlacementTags    []string `json:"placementTags"`
+}
+
+// ShutdownGracePeriodByPodPriority is one entry of the kubelet's
+// shutdownGracePeriodByPodPriority: pods of at least Priority (and below
+// the next entry's) get ShutdownGracePeriodSeconds.
+type ShutdownGracePeriodByPodPriority struct {
+	Priority                   int32 `json:"priority"`
+	ShutdownGracePeriodSeconds int64 `json:"shutdownGracePeriodSeconds"`
+}
+
+// Limits of the shutdown settings.
+const (
+	maxShutdownGracePeriod   = 24 * time.Hour
+	maxShutdownPriorityGroup = 64
+	// criticalPriority is system-cluster-critical's, the kubelet's
+	// SystemCriticalPriority.
+	criticalPriority int32 = 2000000000
+)
+
+// shutdownGroups are the steps of a graceful shutdown (nil: off), as the
+// kubelet derives them: the two flags make a group for every pod and one
+// for critical pods.
+func (c Config) shutdownGroups() []messages.ShutdownGroup {
+	var out []messages.ShutdownGroup
+	if len(c.ShutdownGracePeriodByPodPriority) > 0 {
+		for _, g := range c.ShutdownGracePeriodByPodPriority {
+			out = append(out, messages.ShutdownGroup{Priority: g.Priority, GracePeriodSeconds: g.ShutdownGracePeriodSeconds})
+		}
+	} else if c.ShutdownGracePeriod > 0 {
+		critical := int64(c.ShutdownGracePeriodCriticalPods / time.Second)
+		out = []messages.ShutdownGroup{
+			{Priority: 0, GracePeriodSeconds: int64(c.ShutdownGracePeriod/time.Second) - critical},
+			{Priority: criticalPriority, GracePeriodSeconds: critical},
+		}
+	}
+	var total int64
+	for _, g := range out {
+		total += g.GracePeriodSeconds
+	}
+	if total <= 0 {
+		return nil
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Priority < out[j].Priority })
+	return out
+}
+
+// validateShutdown checks the graceful shutdown settings.
+func (c Config) validateShutdown() []error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"shutdown-grace-period", c.ShutdownGracePeriod}, {"shutdown-grace-period-critical-pods", c.ShutdownGracePeriodCriticalPods}} {
+		switch {
+		case d.v < 0 || d.v > maxShutdownGracePeriod:
+			errs = append(errs, fmt.Errorf("%s: must be 0 (off) to %s, got %s", d.name, maxShutdownGracePeriod, d.v))
+		case d.v%time.Second != 0:
+			errs = append(errs, fmt.Errorf("%s: must be whole seconds, got %s", d.name, d.v))
+		}
+	}
+	if c.ShutdownGracePeriodCriticalPods > c.ShutdownGracePeriod {
+		errs = append(errs, fmt.Errorf("shutdown-grace-period-critical-pods: %s must not exceed shutdown-grace-period %s", c.ShutdownGracePeriodCriticalPods, c.ShutdownGracePeriod))
+	}
+	byPrio := c.ShutdownGracePeriodByPodPriority
+	if len(byPrio) == 0 {
+		return errs
+	}
+	if c.ShutdownGracePeriod != 0 || c.ShutdownGracePeriodCriticalPods != 0 {
+		errs = append(errs, errors.New("shutdownGracePeriodByPodPriority: cannot be set with shutdown-grace-period or shutdown-grace-period-critical-pods"))
+	}
+	if len(byPrio) > maxShutdownPriorityGroup {
+		return append(errs, fmt.Errorf("shutdownGracePeriodByPodPriority: %d entries, at most %d", len(byPrio), maxShutdownPriorityGroup))
+	}
+	seen := map[int32]bool{}
+	var total int64
+	for i, g := range byPrio {
+		if seen[g.Priority] {
+			errs = append(errs, fmt.Errorf("shutdownGracePeriodByPodPriority[%d].priority: %d appears twice", i, g.Priority))
+		}
+		seen[g.Priority] = true
+		if g.ShutdownGracePeriodSeconds < 0 || g.ShutdownGracePeriodSeconds > int64(maxShutdownGracePeriod/time.Second) {
+			errs = append(errs, fmt.Errorf("shutdownGracePeriodByPodPriority[%d].shutdownGracePeriodSeconds: must be 0 to %d, got %d", i, int64(maxShutdownGracePeriod/time.Second), g.ShutdownGracePeriodSeconds))
+			continue
+		}
+		total += g.ShutdownGracePeriodSeconds
+	}
+	if total > int64(maxShutdownGracePeriod/time.Second) {
+		errs = append(errs, fmt.Errorf("shutdownGracePeriodByPodPriority: %d s in all, at most %d", total, int64(maxShutdownGracePeriod/time.Second)))
+	}
+	return errs
 }
 
 // Protocol is the replica and placement choice for the bus buckets.
@@ -214,6 +320,8 @@ func ParseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.NATS.TLSKey, "nats-tls-key", cfg.NATS.TLSKey, "with --nats-url: client key for NATS mutual TLS; without: the embedded server's TLS key")
 	fs.StringVar(&cfg.NATS.Host, "nats-host", cfg.NATS.Host, "address the embedded NATS server listens on")
 	fs.IntVar(&cfg.NATS.Port, "nats-port", cfg.NATS.Port, "client port of the embedded NATS server (-1: random)")
+	fs.DurationVar(&cfg.ShutdownGracePeriod, "shutdown-grace-period", cfg.ShutdownGracePeriod, "on a system shutdown (systemd-logind's PrepareForShutdown), terminate the pods within this time, lowest priority first, holding the shutdown back with a logind delay inhibitor lock (whole seconds; 0: off, pods get no grace period)")
+	fs.DurationVar(&cfg.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", cfg.ShutdownGracePeriodCriticalPods, "the part of --shutdown-grace-period kept for critical pods (priority >= 2000000000), terminated after the others")
 	registerSecurityFlags(fs, &cfg)
 	fs.StringVar(&cfg.NATS.LeafURL, "nats-leaf-url", cfg.NATS.LeafURL, "run the embedded NATS server as a leaf node of the fleet's cluster at these URLs (nats-leaf://hub:7422,...): an edge node that keeps working while the uplink is down")
 	fs.StringVar(&cfg.NATS.LeafCreds, "nats-leaf-creds", cfg.NATS.LeafCreds, ".creds file of the leaf node's uplink")
@@ -327,6 +435,7 @@ func (c *Config) complete() error {
 	if c.NodeStatusUpdateFrequency <= 0 {
 		errs = append(errs, fmt.Errorf("node-status-update-frequency: must be positive, got %s", c.NodeStatusUpdateFrequency))
 	}
+	errs = append(errs, c.validateShutdown()...)
 	if err := c.NATS.Protocol().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("nats-replicas/nats-placement-*: %w", err))
 	}

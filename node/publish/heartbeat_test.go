@@ -214,3 +214,22 @@ func TestStartHeartbeatErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeShuttingDownIsNotReady: a node in a graceful shutdown reports
+// Ready false with the kubelet's reason and message, its other conditions
+// unchanged.
+func TestNodeShuttingDownIsNotReady(t *testing.T) {
+	conds := nodeConditions(messages.NodeConditions{RuntimeReady: true, PLEGHealthy: true, ShuttingDown: true}, nil, time.Now(), nil)
+	for _, c := range conds {
+		switch c.Type {
+		case v1.NodeReady:
+			if c.Status != v1.ConditionFalse || c.Reason != "KubeletNotReady" || c.Message != NodeShuttingDownMessage {
+				t.Fatalf("Ready = %s %q %q, want False KubeletNotReady %q", c.Status, c.Reason, c.Message, NodeShuttingDownMessage)
+			}
+		default:
+			if c.Status != v1.ConditionTrue {
+				t.Fatalf("%s = %s, want True", c.Type, c.Status)
+			}
+		}
+	}
+}

@@ -24,6 +24,10 @@ const (
 	NodePLEGHealthy  v1.NodeConditionType = "PLEGHealthy"
 )
 
+// NodeShuttingDownMessage is the Ready condition's message (reason
+// KubeletNotReady) while a graceful node shutdown runs, as the kubelet's.
+const NodeShuttingDownMessage = "node is shutting down"
+
 // nodeFacts is what a node reports that does not change while it runs.
 type nodeFacts struct {
 	name      string
@@ -67,6 +71,9 @@ func nodeConditions(c messages.NodeConditions, condErr error, now time.Time, pre
 		return nc
 	}
 	var notReady []string
+	if c.ShuttingDown {
+		notReady = append(notReady, NodeShuttingDownMessage)
+	}
 	if !c.RuntimeReady {
 		notReady = append(notReady, "container runtime not ready: "+orDefault(c.RuntimeMessage, "no detail"))
 	}

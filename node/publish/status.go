@@ -61,6 +61,7 @@ type StatusPublisher struct {
 	pending map[string]*statusWrite // by status key
 	order   []string                // keys in arrival order
 	wake    chan struct{}
+	writing bool // the writer holds a change taken from pending
 
 	kv jetstream.KeyValue // only used by the writer goroutine
 	// syncKV is the bucket handle of the synchronous calls (WriteNow,
@@ -172,6 +173,31 @@ func (p *StatusPublisher) Stop() {
 	})
 }
 
+// flushPoll is how often Flush looks at the queue.
+const flushPoll = 10 * time.Millisecond
+
+// Flush waits until every change queued so far is written (or dropped as
+// unwritable), or ctx ends: the agent calls it before it exits after a
+// node shutdown, so the pods' final statuses are on the bus.
+func (p *StatusPublisher) Flush(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		idle := len(p.order) == 0 && !p.writing
+		left := len(p.order)
+		p.mu.Unlock()
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("flush pod statuses: %d not written: %w", left, ctx.Err())
+		case <-p.done:
+			return fmt.Errorf("flush pod statuses: publisher stopped with %d not written", left)
+		case <-p.clock.After(flushPoll):
+		}
+	}
+}
+
 // Pending is how many pods have a change waiting to be written.
 func (p *StatusPublisher) Pending() int {
 	p.mu.Lock()
@@ -223,13 +249,15 @@ func (p *StatusPublisher) run(ctx context.Context) {
 	}
 }
 
-// next takes the oldest queued change.
+// next takes the oldest queued change (the one taken before is done).
 func (p *StatusPublisher) next() *statusWrite {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.writing = false
 	if len(p.order) == 0 {
 		return nil
 	}
+	p.writing = true
 	key := p.order[0]
 	p.order = p.order[1:]
 	w := p.pending[key]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,5 +219,38 @@ func TestNewStatusPublisherErrors(t *testing.T) {
 	_, js := ts.connect()
 	if _, err := NewStatusPublisher(StatusConfig{JS: js}); err == nil {
 		t.Error("missing NodeName accepted")
+	}
+}
+
+// TestStatusFlushWaitsForWrites: once Flush returns, every queued status
+// is in the bucket; with the bucket missing, Flush gives up when its
+// context ends, naming how many were not written.
+func TestStatusFlushWaitsForWrites(t *testing.T) {
+	ts := startServer(t)
+	_, js := ts.connect()
+	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("early", "u0", v1.PodRunning, "")})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err := p.Flush(ctx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "not written") {
+		t.Fatalf("Flush without the bucket = %v, want an error naming what was not written", err)
+	}
+	kv := createBucket(t, js, wire.StatusBucket)
+	for i := range 20 {
+		p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod(fmt.Sprintf("p%d", i), types.UID(fmt.Sprint(i)), v1.PodFailed, "done")})
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if getPod(t, kv, fmt.Sprintf("p%d", i)) == nil {
+			t.Fatalf("p%d not in the bucket after Flush", i)
+		}
+	}
+	if getPod(t, kv, "early") == nil {
+		t.Fatal("early not in the bucket after Flush")
 	}
 }

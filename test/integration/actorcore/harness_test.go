@@ -68,6 +68,8 @@ type envOptions struct {
 	syncFrequency time.Duration
 	// maxPods is the node's pod limit (default 110).
 	maxPods int
+	// configure, when set, adjusts the agent's configuration last.
+	configure func(*agent.Config)
 }
 
 // newEnv starts a nats-server, a process runtime and an agent. Everything is
@@ -112,6 +114,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 		e.cfg.MaxPods = o.maxPods
 	}
 	e.cfg.NodeStatusUpdateFrequency = 2 * time.Second
+	if o.configure != nil {
+		o.configure(&e.cfg)
+	}
 	e.startAgent()
 	return e
 }
