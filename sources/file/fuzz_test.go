@@ -28,7 +28,7 @@ func FuzzStaticPod(f *testing.F) {
 	}
 	f.Add([]byte("metadata: {name: web}\nspec: {containers: [{name: c, image: i}]}\n"), "N.Example.COM")
 	f.Fuzz(func(t *testing.T, data []byte, node string) {
-		pod, err := staticPod(data, node)
+		pod, err := staticPod(data, node, "/etc/actorlet/manifests/fuzz.yaml")
 		if err != nil {
 			if pod != nil {
 				t.Fatalf("a pod with error %v", err)
@@ -39,7 +39,7 @@ func FuzzStaticPod(f *testing.F) {
 			pod.Annotations[messages.ConfigSourceAnnotation] != messages.SourceFile {
 			t.Fatalf("accepted static pod %s uid %q node %q annotations %v", pod.Name, pod.UID, pod.Spec.NodeName, pod.Annotations)
 		}
-		again, err := staticPod(data, node)
+		again, err := staticPod(data, node, "/etc/actorlet/manifests/fuzz.yaml")
 		if err != nil || again.UID != pod.UID || again.Name != pod.Name {
 			t.Fatalf("the same manifest gave %v, %v", again, err)
 		}
