@@ -134,17 +134,6 @@ func TestEventStreamUnimplementedStaysOnRelisting(t *testing.T) {
 	}
 }
 
-// statusCalls counts the CRI Status calls the fake answered.
-func statusCalls(fake *critesting.FakeRuntimeService) int {
-	n := 0
-	for _, c := range fake.GetCalls() {
-		if c == "Status" {
-			n++
-		}
-	}
-	return n
-}
-
 // closingRuntime delegates to the upstream fake, whose GetContainerEvents
 // returns at once without establishing a stream, and counts the attempts.
 type closingRuntime struct {

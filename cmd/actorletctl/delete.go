@@ -210,10 +210,3 @@ func desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, node strin
 	}
 	return "", fmt.Errorf("pod %s/%s is applied more than once (%s): choose with --node N or --selector", ns, name, strings.Join(keys, ", "))
 }
-
-func first(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[0]
-}

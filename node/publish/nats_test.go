@@ -63,11 +63,6 @@ func (ts *testServer) shutdown() {
 	}
 }
 
-func (ts *testServer) restart() {
-	ts.shutdown()
-	ts.start()
-}
-
 // connect returns a reconnecting client and its JetStream context.
 func (ts *testServer) connect() (*nats.Conn, jetstream.JetStream) {
 	ts.t.Helper()

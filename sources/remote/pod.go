@@ -95,13 +95,3 @@ func (s *Source) uidFor(key string) types.UID {
 	sum[8] = (sum[8] & 0x3f) | 0x80
 	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]))
 }
-
-// selectorMatches reports whether labels hold every key=value of selector.
-func selectorMatches(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}

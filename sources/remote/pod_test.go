@@ -5,29 +5,6 @@ import (
 	"testing"
 )
 
-func TestSelectorMatches(t *testing.T) {
-	labels := map[string]string{"role": "edge", "zone": "a"}
-	tests := []struct {
-		name     string
-		selector map[string]string
-		want     bool
-	}{
-		{"empty selector matches every node", nil, true},
-		{"one label", map[string]string{"role": "edge"}, true},
-		{"all labels", map[string]string{"role": "edge", "zone": "a"}, true},
-		{"wrong value", map[string]string{"role": "core"}, false},
-		{"missing label", map[string]string{"gpu": "true"}, false},
-		{"empty value is not absence", map[string]string{"gpu": ""}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := selectorMatches(tt.selector, labels); got != tt.want {
-				t.Errorf("selectorMatches(%v) = %v, want %v", tt.selector, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestUIDIsStableAndNamespaced(t *testing.T) {
 	a := &Source{cfg: Config{NodeName: "n1"}}
 	b := &Source{cfg: Config{NodeName: "n2"}}

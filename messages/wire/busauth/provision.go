@@ -105,21 +105,6 @@ func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[
 	return nil
 }
 
-// DeleteNodeConsumers removes the node's consumers, object consumers too
-// (node removal).
-func DeleteNodeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	all := NodeConsumers(node)
-	for stream, cfg := range NodeObjectConsumers(node) {
-		all[stream] = cfg
-	}
-	for stream, cfg := range all {
-		if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("delete consumer %s on %s: %w", cfg.Durable, stream, err)
-		}
-	}
-	return nil
-}
-
 func sameFilters(have []string, one string, want []string) bool {
 	if one != "" {
 		have = append(have, one)
