@@ -104,6 +104,7 @@ func (c *cli) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, nats.ErrorHandler(c.recordRefusal))
 	nc, err := nats.Connect(g.server, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", wire.RedactURLs(g.server), err)

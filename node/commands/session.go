@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"crypto/subtle"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,11 +27,14 @@ type chunk struct {
 // session is one interactive stream between a client and the runtime.
 type session struct {
 	id, verb, owner string
-	pod             string
-	req             wire.SessionRequest
-	opts            SessionOptions
-	ctx             context.Context
-	cancel          context.CancelFunc
+	// token is the secret only the opener received (in the open's reply,
+	// on its own inbox); every request of the session must carry it.
+	token  string
+	pod    string
+	req    wire.SessionRequest
+	opts   SessionOptions
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu         sync.Mutex
 	changed    chan struct{} // closed and replaced on every change
@@ -51,10 +56,10 @@ type session struct {
 	lastIO     time.Time
 }
 
-func newSession(id, verb string, r *wire.SessionRequest, owner string, o SessionOptions) *session {
+func newSession(id, token, verb string, r *wire.SessionRequest, owner string, o SessionOptions) *session {
 	now := time.Now()
 	ss := &session{
-		id: id, verb: verb, owner: owner, req: *r, opts: o, pod: r.Namespace + "/" + r.Name,
+		id: id, token: token, verb: verb, owner: owner, req: *r, opts: o, pod: r.Namespace + "/" + r.Name,
 		changed: make(chan struct{}), lastClient: now, lastIO: now,
 	}
 	ss.ctx, ss.cancel = context.WithCancel(context.Background())
@@ -62,6 +67,14 @@ func newSession(id, verb string, r *wire.SessionRequest, owner string, o Session
 		ss.sizes = []wire.TerminalSize{{Width: r.Width, Height: r.Height}}
 	}
 	return ss
+}
+
+// ownedBy reports whether a request with this token and reply subject
+// comes from the session's opener: the token compared in constant time,
+// and the reply under the inbox the open was answered to.
+func (ss *session) ownedBy(token, reply string) bool {
+	ok := subtle.ConstantTimeCompare([]byte(token), []byte(ss.token)) == 1
+	return ok && strings.HasPrefix(reply, ss.owner+".")
 }
 
 // notify wakes everything waiting on the session; call with mu held.

@@ -49,7 +49,7 @@ func (s *Service) openSession(verb string) func(context.Context, micro.Request) 
 		klog.V(2).InfoS("Interactive session opened", "session", ss.id, "verb", verb, "pod", ss.pod, "container", r.Container, "tty", r.TTY, "stdin", r.Stdin, "port", r.Port)
 		o := t.opts
 		return wire.SessionResponse{
-			Session: ss.id, MaxFrameBytes: o.MaxFrameBytes, PollMillis: o.Poll.Milliseconds(),
+			Session: ss.id, Token: ss.token, MaxFrameBytes: o.MaxFrameBytes, PollMillis: o.Poll.Milliseconds(),
 			ClientTimeoutMillis: o.ClientTimeout.Milliseconds(), IdleTimeoutMillis: o.IdleTimeout.Milliseconds(),
 		}, nil
 	}
@@ -111,9 +111,12 @@ func (t *sessions) dispatch(m *nats.Msg) {
 	if len(toks) < 2 || m.Reply == "" {
 		return
 	}
+	if checkReply(m.Reply) != nil {
+		return // not a request from an inbox (docs/security.md §2)
+	}
 	id, op := toks[len(toks)-2], toks[len(toks)-1]
 	ss := t.get(id)
-	if ss == nil || ss.owner != inboxOf(m.Reply) {
+	if ss == nil || !ss.ownedBy(m.Header.Get(wire.HeaderSessionToken), m.Reply) {
 		// Unknown, ended, or someone else's: all look the same.
 		t.reply(m, wire.NotFound("session %q (ended, timed out, or never opened)", id))
 		return

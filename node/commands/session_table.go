@@ -131,6 +131,10 @@ func (t *sessions) reserve(verb string, r *wire.SessionRequest, owner string) (*
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("session id: %w", err)
 	}
+	token := make([]byte, 32) // 256 random bits, never in a subject
+	if _, err := rand.Read(token); err != nil {
+		return nil, fmt.Errorf("session token: %w", err)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.svc.ctx.Err() != nil {
@@ -139,7 +143,7 @@ func (t *sessions) reserve(verb string, r *wire.SessionRequest, owner string) (*
 	if len(t.open) >= t.opts.MaxSessions {
 		return nil, &wire.Error{Code: wire.CodeTooMany, Description: fmt.Sprintf("too many interactive sessions on node %q: limit %d (max sessions); close one and retry", t.svc.opts.NodeName, t.opts.MaxSessions)}
 	}
-	ss := newSession(hex.EncodeToString(b), verb, r, owner, t.opts)
+	ss := newSession(hex.EncodeToString(b), hex.EncodeToString(token), verb, r, owner, t.opts)
 	t.open[ss.id] = ss
 	return ss, nil
 }
