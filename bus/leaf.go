@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ import (
 //     node.<node>.> and fleet.>, and also takes local writes (a local
 //     operator's apply). Central writes made while the uplink was down
 //     arrive, in the hub's order, when it comes back.
+//   - actorlet_configmaps and actorlet_secrets (edge) source the hub's the
+//     same way (node.<node>.> and fleet.>), so local pods get the objects
+//     they reference, through a partition too; central wins as for desired
+//     pods.
 //   - actorlet_status, actorlet_nodes and ACTORLET_EVENTS (edge) are plain
 //     local ones; the hub's buckets source them (Bootstrap with EdgeNodes),
 //     each filtered to the node's own keys, so what was written during the
@@ -31,13 +36,18 @@ import (
 //
 // $KV.> is denied on the leaf connection both ways: a key is stored in one
 // domain only and its acknowledgement comes from that domain's stream.
+// Events (actorlet.events.>) are denied too: both sides' event streams
+// capture that subject, so an event published on one side would also be
+// stored by the other's stream directly, besides the hub's source — twice
+// on the hub, and the hub's events on the edge. They cross once, through
+// the source, edge to hub.
 const (
 	// DefaultHubDomain is the JetStream domain of the fleet's cluster.
 	DefaultHubDomain = "hub"
 )
 
 // leafDenied are the subjects a leaf connection neither imports nor exports.
-var leafDenied = []string{"$KV.>"}
+var leafDenied = []string{"$KV.>", wire.EventsSubjects}
 
 func parseLeafURLs(s string) ([]*url.URL, error) {
 	var out []*url.URL
@@ -57,15 +67,19 @@ func parseLeafURLs(s string) ([]*url.URL, error) {
 	return out, nil
 }
 
-// edgeDesiredSource is the source of an edge node's desired bucket: the
+// edgeSourcedBuckets are the buckets an edge node keeps as copies of the
+// hub's (its keys and the fleet's), central winning.
+var edgeSourcedBuckets = []string{wire.DesiredBucket, wire.ConfigMapsBucket, wire.SecretsBucket}
+
+// edgeSource is the source of an edge node's copy of a hub bucket: the
 // hub's bucket, only this node's keys and the fleet's.
-func edgeDesiredSource(node, hubDomain string) *jetstream.StreamSource {
+func edgeSource(bucket, node, hubDomain string) *jetstream.StreamSource {
 	var tr []jetstream.SubjectTransformConfig
 	for _, f := range []string{wire.DesiredNodeWatch(node), wire.DesiredFleetWatch} {
-		subj := "$KV." + wire.DesiredBucket + "." + f
+		subj := "$KV." + bucket + "." + f
 		tr = append(tr, jetstream.SubjectTransformConfig{Source: subj, Destination: subj})
 	}
-	return &jetstream.StreamSource{Name: "KV_" + wire.DesiredBucket, Domain: hubDomain, SubjectTransforms: tr}
+	return &jetstream.StreamSource{Name: wire.BucketStream(bucket), Domain: hubDomain, SubjectTransforms: tr}
 }
 
 // ensureEdgeProtocol creates an edge node's buckets and stream in its own
@@ -90,11 +104,11 @@ func (c *Conn) ensureEdgeProtocol(ctx context.Context) error {
 		}
 		break
 	}
-	for _, cfg := range ProtocolBuckets(ProtocolSettings{}) {
+	for _, cfg := range append(ProtocolBuckets(ProtocolSettings{}), wire.ObjectBuckets()...) {
 		if err := wire.RetryTransient(ctx, func(ctx context.Context) error {
-			if cfg.Bucket == wire.DesiredBucket {
-				cfg.Sources = []*jetstream.StreamSource{edgeDesiredSource(c.edgeNode, c.hubDomain)}
-				return ensureEdgeDesired(ctx, js, cfg)
+			if slices.Contains(edgeSourcedBuckets, cfg.Bucket) {
+				cfg.Sources = []*jetstream.StreamSource{edgeSource(cfg.Bucket, c.edgeNode, c.hubDomain)}
+				return ensureEdgeSourced(ctx, js, cfg)
 			}
 			_, err := wire.EnsureBucket(ctx, js, cfg, false)
 			return err
@@ -108,7 +122,9 @@ func (c *Conn) ensureEdgeProtocol(ctx context.Context) error {
 	})
 }
 
-func ensureEdgeDesired(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) error {
+// ensureEdgeSourced creates an edge bucket sourcing the hub's, or makes an
+// existing one source it.
+func ensureEdgeSourced(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) error {
 	s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
@@ -213,20 +229,47 @@ func (c *Conn) runEdgeReconciler(closing, done chan struct{}) {
 		}
 		last = time.Now()
 		if n > 0 {
-			klog.InfoS("Local changes to central desired pods replaced by the hub's", "keys", n)
+			klog.InfoS("Local changes to central keys (desired pods, ConfigMaps, Secrets) replaced by the hub's", "keys", n)
 		}
 	}
 }
 
 // reconcileEdge puts the hub's value back on every central key whose edge
-// value differs, once the edge's source has caught up. It returns how many
-// keys it changed.
+// value differs, in each bucket the edge sources from the hub (desired
+// pods, ConfigMaps, Secrets), once the edge's source has caught up. It
+// returns how many keys it changed.
 func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
-	local, err := c.edgeJS.KeyValue(ctx, wire.DesiredBucket)
+	changed := 0
+	for _, bucket := range edgeSourcedBuckets {
+		n, err := c.reconcileEdgeBucket(ctx, bucket)
+		changed += n
+		if err != nil {
+			return changed, fmt.Errorf("%s: %w", bucket, err)
+		}
+	}
+	return changed, nil
+}
+
+// reconcileEdgeBucket reconciles one bucket; a bucket the hub does not
+// have (ConfigMaps and Secrets before an operator's node add) has nothing
+// central to win and is skipped.
+func (c *Conn) reconcileEdgeBucket(ctx context.Context, bucket string) (int, error) {
+	hubJS, err := jetstream.NewWithDomain(c.edgeNC, c.hubDomain)
 	if err != nil {
 		return 0, err
 	}
-	st, err := c.edgeJS.Stream(ctx, "KV_"+wire.DesiredBucket)
+	hub, err := hubJS.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && bucket != wire.DesiredBucket {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("open the hub's %s: %w", bucket, err)
+	}
+	local, err := c.edgeJS.KeyValue(ctx, bucket)
+	if err != nil {
+		return 0, err
+	}
+	st, err := c.edgeJS.Stream(ctx, wire.BucketStream(bucket))
 	if err != nil {
 		return 0, err
 	}
@@ -235,19 +278,11 @@ func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if len(info.Sources) == 0 || info.Sources[0].Lag > 0 || info.Sources[0].Active < 0 || info.Sources[0].Error != nil {
-		return 0, errors.New("the desired bucket's source from the hub has not caught up")
-	}
-	hubJS, err := jetstream.NewWithDomain(c.edgeNC, c.hubDomain)
-	if err != nil {
-		return 0, err
-	}
-	hub, err := hubJS.KeyValue(ctx, wire.DesiredBucket)
-	if err != nil {
-		return 0, fmt.Errorf("open the hub's %s: %w", wire.DesiredBucket, err)
+		return 0, errors.New("the bucket's source from the hub has not caught up")
 	}
 	changed := 0
 	for _, filter := range []string{wire.DesiredNodeWatch(c.edgeNode), wire.DesiredFleetWatch} {
-		keys, err := listKeys(ctx, hub, filter)
+		keys, err := listKeys(ctx, hub, bucket, filter)
 		if err != nil {
 			return changed, err
 		}
@@ -255,7 +290,7 @@ func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
 			// From the hub's leader: a replica catching up could hold an
 			// older value, which must not overwrite a newer one here.
 			rctx, cancel := context.WithTimeout(ctx, edgeRequestTimeout)
-			want, err := LeaderGet(rctx, c.edgeNC, c.hubDomain, wire.DesiredBucket, k)
+			want, err := LeaderGet(rctx, c.edgeNC, c.hubDomain, bucket, k)
 			cancel()
 			if errors.Is(err, ErrKeyGone) {
 				continue // deleted meanwhile: the source brings the delete
@@ -290,24 +325,24 @@ func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
 
 // listKeys lists the hub's keys under filter, at most edgeReconcileLimit,
 // within edgeRequestTimeout.
-func listKeys(ctx context.Context, hub jetstream.KeyValue, filter string) ([]string, error) {
+func listKeys(ctx context.Context, hub jetstream.KeyValue, bucket, filter string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, edgeRequestTimeout)
 	defer cancel()
 	lister, err := hub.ListKeysFiltered(ctx, filter)
 	if err != nil {
-		return nil, fmt.Errorf("list the hub's %s %s: %w", wire.DesiredBucket, filter, err)
+		return nil, fmt.Errorf("list the hub's %s %s: %w", bucket, filter, err)
 	}
 	defer func() { _ = lister.Stop() }()
 	var keys []string
 	for k := range lister.Keys() {
 		if len(keys) == edgeReconcileLimit {
-			klog.InfoS("Edge reconcile stopped at its key limit", "filter", filter, "limit", edgeReconcileLimit)
+			klog.InfoS("Edge reconcile stopped at its key limit", "bucket", bucket, "filter", filter, "limit", edgeReconcileLimit)
 			break
 		}
 		keys = append(keys, k)
 	}
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("list the hub's %s %s: %w", wire.DesiredBucket, filter, ctx.Err())
+		return nil, fmt.Errorf("list the hub's %s %s: %w", bucket, filter, ctx.Err())
 	}
 	return keys, nil
 }

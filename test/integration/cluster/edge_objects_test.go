@@ -1,0 +1,146 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/agent"
+	"github.com/actorlet/actorlet/test/memcri"
+	"github.com/actorlet/actorlet/test/testenv"
+)
+
+// TestEdgeObjectsAndEvents: an edge node gets the ConfigMaps and Secrets
+// its pods use from the hub (a pod using both runs; without them it would
+// stay in CreateContainerConfigError), and events cross the leaf link
+// once, edge to hub: the hub stores each of the edge's events once, the
+// edge none of the hub's.
+func TestEdgeObjectsAndEvents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("edge objects: -short")
+	}
+	const node = "edge2"
+	hub := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Domain: bus.DefaultHubDomain, Leaf: true, Secure: true})
+	op := hub.ConnectWithProtocol(t, "hub-operator", 1)
+	cfg := testenv.AgentConfig(t, node, "", memcri.New())
+	cfg.RelistPeriod = 500 * time.Millisecond
+	cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: hub.LeafURL(), LeafCreds: hub.LeafCreds(t, node)}
+	a, err := agent.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start the edge agent: %v", err)
+	}
+	t.Cleanup(a.Stop)
+	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer lcancel()
+	local, err := bus.Connect(lctx, bus.Options{URL: a.BusURL(), CredsFile: agent.AdminCredsPath(cfg.RootDir), Name: "edge-operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(local.Close)
+	eventually(t, "the edge joins the hub", func() error {
+		if hub.LeafNodes() == 0 {
+			return errors.New("no leaf connection on the hub")
+		}
+		return nil
+	})
+	bctx, bcancel := context.WithTimeout(context.Background(), waitFor)
+	defer bcancel()
+	if _, err := bus.Bootstrap(bctx, op.JS, bus.ProtocolSettings{Replicas: 1, EdgeNodes: []string{node}}); err != nil {
+		t.Fatalf("bootstrap the hub with the edge node: %v", err)
+	}
+
+	// Centrally: a ConfigMap (node scope), a Secret (fleet scope) and a
+	// pod using both.
+	put := func(js jetstream.JetStream, bucket, key string, v any) {
+		t.Helper()
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "write "+bucket+" "+key, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), attempt)
+			defer cancel()
+			kv, err := js.KeyValue(ctx, bucket)
+			if err != nil {
+				return err
+			}
+			_, err = kv.Put(ctx, key, data)
+			return err
+		})
+	}
+	put(op.JS, wire.ConfigMapsBucket, wire.ObjectNodeKey(node, namespace, "settings"),
+		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: namespace}, Data: map[string]string{"MODE": "edge"}})
+	put(op.JS, wire.SecretsBucket, wire.ObjectFleetKey(namespace, "token"),
+		&v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token", Namespace: namespace}, Data: map[string][]byte{"TOKEN": []byte("s3cr3t")}})
+	p := podRef{node: node, name: "uses-objects"}
+	var pod v1.Pod
+	if err := json.Unmarshal(podJSONImage(p.name, "img/objects:1"), &pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.Containers[0].Env = []v1.EnvVar{
+		{Name: "MODE", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "settings"}, Key: "MODE"}}},
+		{Name: "TOKEN", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "token"}, Key: "TOKEN"}}},
+	}
+	put(op.JS, wire.DesiredBucket, p.desiredKey(), &pod)
+	eventually(t, p.statusKey()+" Running on the hub", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), attempt)
+		defer cancel()
+		kv, err := op.JS.KeyValue(ctx, wire.StatusBucket)
+		if err != nil {
+			return err
+		}
+		return statusRunning(ctx, kv, p)
+	})
+
+	// Events: a hub-side event for another node, and the edge's own.
+	if _, err := op.JS.Publish(bctx, wire.EventSubject("hub-node", namespace, "x"), []byte(`{"reason":"HubOnly"}`)); err != nil {
+		t.Fatal(err)
+	}
+	count := func(js jetstream.JetStream, filter string) (uint64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), attempt)
+		defer cancel()
+		st, err := js.Stream(ctx, wire.EventsStream)
+		if err != nil {
+			return 0, err
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			return 0, err
+		}
+		var n uint64
+		for _, c := range info.State.Subjects {
+			n += c
+		}
+		return n, nil
+	}
+	edgeEvents := wire.EventSubjectPrefix + "." + wire.EncodeName(node) + ".>"
+	eventually(t, "the hub stores each edge event once", func() error {
+		onEdge, err := count(local.JS, edgeEvents)
+		if err != nil {
+			return err
+		}
+		onHub, err := count(op.JS, edgeEvents)
+		if err != nil {
+			return err
+		}
+		if onEdge == 0 || onHub != onEdge {
+			return fmt.Errorf("edge events: %d on the edge, %d on the hub", onEdge, onHub)
+		}
+		return nil
+	})
+	// Settled: the hub's event (published before the edge's last ones
+	// crossed) never reached the edge.
+	if n, err := count(local.JS, wire.EventSubjectPrefix+".hub-node.>"); err != nil || n != 0 {
+		t.Fatalf("the edge stores %d of the hub's events (%v), want 0", n, err)
+	}
+}
