@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,6 +54,34 @@ func TestAuthAddOperatorScoped(t *testing.T) {
 	}
 	if out, errOut, code := run(alice, "", "get", "pods", "-n", "team-a"); code != 0 || !strings.Contains(out, "web") {
 		t.Fatalf("alice lists team-a: exit %d, %s%s", code, out, errOut)
+	}
+	if out, errOut, code := run(alice, "", "get", "nodes"); code != 0 {
+		t.Fatalf("alice lists nodes: exit %d, %s%s", code, out, errOut)
+	}
+	for ns, reason := range map[string]string{"team-a": "SeenByAlice", "team-b": "HiddenFromAlice"} {
+		ev := fmt.Sprintf(`{"metadata":{"name":"web.1","namespace":%q},"involvedObject":{"kind":"Pod","namespace":%q,"name":"web"},"reason":%q,"type":"Normal","message":"m"}`, ns, ns, reason)
+		if _, err := admin.JS.Publish(context.Background(), wire.EventSubject("n1", ns, "web"), []byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, errOut, code := run(alice, "", "events", "-n", "team-a"); code != 0 || !strings.Contains(out, "SeenByAlice") || strings.Contains(out, "HiddenFromAlice") {
+		t.Fatalf("alice's team-a events: exit %d, %s%s", code, out, errOut)
+	}
+	if _, _, code := run(alice, "", "events", "-n", "team-b"); code == 0 {
+		t.Error("alice read team-b's events")
+	}
+	// A read-only operator of team-a: reads, never writes.
+	out, errOut, code = run(srv.AdminCreds(), "", "auth", "add-operator", "audit", "--namespace", "team-a", "--read-only", "--auth-dir", dir)
+	if code != 0 || !strings.Contains(out, "read-only") {
+		t.Fatalf("add-operator --read-only: exit %d, %s%s", code, out, errOut)
+	}
+	audit := filepath.Join(dir, busauth.OperatorsDir, "audit.creds")
+	if out, errOut, code := run(audit, "", "get", "pods", "-n", "team-a"); code != 0 || !strings.Contains(out, "web") {
+		t.Fatalf("audit lists team-a: exit %d, %s%s", code, out, errOut)
+	}
+	other := strings.ReplaceAll(strings.ReplaceAll(teamPod, "%NS%", "team-a"), "name: web", "name: audited")
+	if _, errOut, code := run(audit, other, "apply", "-f", "-", "--node", "n1"); code == 0 || !strings.Contains(errOut, "refused this for your credentials") {
+		t.Fatalf("audit applied a pod: exit %d, %s", code, errOut)
 	}
 	// Another namespace: refused by the server, nothing written.
 	if out, errOut, code := run(alice, strings.ReplaceAll(teamPod, "%NS%", "team-b"), "apply", "-f", "-", "--node", "n1"); code == 0 {

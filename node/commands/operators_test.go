@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,11 +37,17 @@ func secureNode(t *testing.T, pods ...string) (*bustest.Server, *Service, *comma
 		return []byte(strings.Join(cmd, " ")), nil, 0, nil
 	}}, rt: host.Runtime()}
 	var ps []*v1.Pod
+	node.logs = map[string]string{}
 	for i, ref := range pods {
 		ns, name, _ := strings.Cut(ref, "/")
 		p := streamPod()
 		p.Namespace, p.Name, p.UID = ns, name, types.UID("u"+string(rune('0'+i)))
 		ps = append(ps, p)
+		log := filepath.Join(t.TempDir(), "0.log")
+		if err := os.WriteFile(log, []byte("2024-01-02T03:04:05Z stdout F hello from "+ref+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		node.logs[ref+"/app"] = log
 	}
 	node.setPods(ps...)
 	svc := startService(t, n1.NC, node, ServiceOptions{NodeName: "n1", Sessions: SessionOptions{Poll: 200 * time.Millisecond}})
@@ -316,6 +324,10 @@ func TestOperatorScopedByNamespace(t *testing.T) {
 	}
 	if _, err := reader.DescribePod(ctx, "n1", "team-a", "web"); err != nil {
 		t.Fatalf("reader describes team-a/web: %v", err)
+	}
+	var log strings.Builder
+	if _, err := reader.Logs(ctx, "n1", wire.LogsRequest{Namespace: "team-a", Name: "web", Container: "app"}, &log); err != nil || log.String() != "hello from team-a/web\n" {
+		t.Fatalf("reader reads team-a/web's log: %q, %v", log.String(), err)
 	}
 	for _, verb := range []string{wire.VerbExec, wire.VerbStreamExec, wire.VerbStreamAttach, wire.VerbStreamPortForward, wire.VerbRestart, wire.VerbEvict} {
 		refused(readerNC, readerV, wire.NamespacedCommandSubject("n1", "team-a", verb), []byte(`{"namespace":"team-a","name":"web","command":["id"]}`))
