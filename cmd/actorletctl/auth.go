@@ -97,6 +97,8 @@ func (c *cli) node(ctx context.Context, args []string) error {
 	dir := fs.String("auth-dir", defaultAuthDir(), "authority directory (env ACTORLET_AUTH_DIR)")
 	out := fs.String("out", "", "write the node's .creds here (default <auth-dir>/nodes/NAME.creds)")
 	sysCreds := fs.String("sys-creds", "", "system account credentials to push the revocation with (default <auth-dir>/sys.creds)")
+	edge := fs.Bool("edge", false, "add: an edge node (--nats-leaf-url): the hub's consumers its copies read, and its uplink credentials (--nats-leaf-creds) instead of node credentials")
+	hubDomain := fs.String("hub-domain", "hub", "add --edge: the hub's JetStream domain (the edge agent's --nats-hub-domain)")
 	pos, _, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -110,6 +112,9 @@ func (c *cli) node(ctx context.Context, args []string) error {
 		return err
 	}
 	name := pos[1]
+	if pos[0] == "add" && *edge {
+		return c.edgeAdd(ctx, a, name, *hubDomain, *out)
+	}
 	if pos[0] == "add" {
 		return c.nodeAdd(ctx, a, name, *out)
 	}

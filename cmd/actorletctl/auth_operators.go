@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
@@ -107,4 +108,36 @@ func (c *cli) refusal() string {
 	c.refused.mu.Lock()
 	defer c.refused.mu.Unlock()
 	return c.refused.first
+}
+
+// edgeAdd provisions an edge node on the hub: the consumers its copies of
+// the desired, ConfigMap and Secret buckets read (their buckets are
+// created if missing), and its uplink credentials, pinned to its own
+// subjects (docs/fleet.md). The edge's own server needs no credentials
+// from here (the agent makes its own authority).
+func (c *cli) edgeAdd(ctx context.Context, a *busauth.Authority, name, hubDomain, out string) error {
+	cn, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	tctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	if err := wire.EnsureObjectBuckets(tctx, cn.js); err != nil {
+		return fmt.Errorf("create the ConfigMap and Secret buckets: %w", err)
+	}
+	if err := busauth.EnsureEdgeConsumers(tctx, cn.js, name); err != nil {
+		return fmt.Errorf("create the hub's consumers of edge node %q (are the buckets there? actorletctl bootstrap creates them): %w", name, err)
+	}
+	creds, err := a.IssueEdgeUplink(name, hubDomain)
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		out = a.EdgeUplinkCredsPath(name)
+	}
+	if err := busauth.WriteCreds(out, creds); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "edge node/%s provisioned: uplink credentials in %s (give them to the node: --nats-leaf-creds); list it in bootstrap --edge-nodes\n", name, out)
+	return nil
 }

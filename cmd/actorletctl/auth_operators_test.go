@@ -110,3 +110,28 @@ func TestAuthAddOperatorScoped(t *testing.T) {
 		t.Fatalf("alice after revocation: exit %d, %q; want an authorization error", code, errOut)
 	}
 }
+
+// TestNodeAddEdge provisions an edge node: the hub's consumers its copies
+// read, and uplink credentials pinned to its own subjects.
+func TestNodeAddEdge(t *testing.T) {
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
+	admin := bustest.ConnectWithProtocol(t, srv)
+	var out, errOut bytes.Buffer
+	for range 2 { // the second finds everything in place
+		out.Reset()
+		c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, clock: testclock.NewFakeClock(now)}
+		if code := c.main(context.Background(), []string{"--server", srv.ClientURL(), "--timeout", "5s", "--creds", srv.AdminCreds(),
+			"node", "add", "e5", "--edge", "--auth-dir", srv.Auth.Dir}); code != 0 {
+			t.Fatalf("node add --edge: exit %d, %s%s", code, out.String(), errOut.String())
+		}
+	}
+	if p := srv.Auth.EdgeUplinkCredsPath("e5"); !strings.Contains(out.String(), p) {
+		t.Fatalf("output %q does not name %s", out.String(), p)
+	}
+	for stream, want := range busauth.EdgeConsumers("e5") {
+		cons, err := admin.JS.PushConsumer(context.Background(), stream, want.Durable)
+		if err != nil || cons.CachedInfo().Config.DeliverSubject != want.DeliverSubject {
+			t.Fatalf("hub consumer %s on %s: %v", want.Durable, stream, err)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func init() {
 		"auth": {"Create the bus authority (operator, account and system keys) for an external NATS server; issue or revoke operators scoped by namespace",
 			"init [--auth-dir DIR]\n       actorletctl auth add-operator NAME [--namespace NS] [--read-only] [--auth-dir DIR] [--out FILE]\n       actorletctl auth revoke-operator NAME [--auth-dir DIR] [--sys-creds FILE]", (*cli).auth},
 		"node": {"Provision a node's credentials and consumers, or revoke them live",
-			"add NAME [--auth-dir DIR] [--out FILE]\n       actorletctl node revoke NAME [--auth-dir DIR] [--sys-creds FILE]", (*cli).node},
+			"add NAME [--auth-dir DIR] [--out FILE]\n       actorletctl node add NAME --edge [--hub-domain D] [--auth-dir DIR] [--out FILE]\n       actorletctl node revoke NAME [--auth-dir DIR] [--sys-creds FILE]", (*cli).node},
 		"bootstrap": {"Create the bus buckets and stream once per fleet, with replicas and placement", "[--replicas N] [--placement-cluster C] [--placement-tags t1,t2] [--edge-nodes n1,n2]", (*cli).bootstrap},
 	}
 }

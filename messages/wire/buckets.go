@@ -391,7 +391,8 @@ func EdgeDomain(node string) string { return edgeDomainPrefix + EncodeName(node)
 func hubEdgeSources(stream, subjectPrefix string, nodes []string) []*jetstream.StreamSource {
 	var out []*jetstream.StreamSource
 	for _, n := range nodes {
-		out = append(out, &jetstream.StreamSource{Name: stream, Domain: EdgeDomain(n), SubjectTransforms: EdgePinTransforms(subjectPrefix, n)})
+		out = append(out, &jetstream.StreamSource{Name: stream, Domain: EdgeDomain(n), SubjectTransforms: EdgePinTransforms(subjectPrefix, n),
+			Consumer: &jetstream.StreamConsumerSource{Name: HubConsumer, DeliverSubject: EdgeUpSubject(n, stream)}})
 	}
 	return out
 }
@@ -431,7 +432,11 @@ func SameSources(have, want []*jetstream.StreamSource) bool {
 		for _, t := range s.SubjectTransforms {
 			tr = append(tr, t.Source+">"+t.Destination)
 		}
-		return s.Name + "|" + prefix + "|" + s.FilterSubject + "|" + strings.Join(tr, ",")
+		consumer := ""
+		if s.Consumer != nil {
+			consumer = s.Consumer.Name + ">" + s.Consumer.DeliverSubject
+		}
+		return s.Name + "|" + prefix + "|" + s.FilterSubject + "|" + strings.Join(tr, ",") + "|" + consumer
 	}
 	hk := make([]string, len(have))
 	wk := make([]string, len(want))

@@ -61,7 +61,9 @@ func TestHubEdgeSourcePinsSubjects(t *testing.T) {
 				}
 			}
 			src := *hubSources[tc.stream][0]
-			src.Name, src.Domain, src.External = edge, "", nil
+			// The transforms only: no domain, and no consumer (the edge
+			// agent makes it on its own server; here the source creates one).
+			src.Name, src.Domain, src.External, src.Consumer = edge, "", nil, nil
 			hub, err := c.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "HUB_" + tc.stream, Sources: []*jetstream.StreamSource{&src}})
 			if err != nil {
 				t.Fatalf("hub stream with the hub's transforms %+v: %v", src.SubjectTransforms, err)

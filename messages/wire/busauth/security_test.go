@@ -487,3 +487,79 @@ func TestNodeAcceptsHandMadeBuckets(t *testing.T) {
 		t.Fatalf("EnsureNodeConsumers with node credentials on provisioned consumers: %v", err)
 	}
 }
+
+// TestEdgeUplinkPinnedLikeANode: with an edge node's uplink credentials,
+// every write outside its own keys, status and events is refused by the
+// hub — its own included, since an edge's keys reach the hub only through
+// the hub's sources — and so is every JetStream API request but the resets
+// of its own consumers. (The same credentials carry a real edge's uplink
+// in test/integration/cluster: TestEdgeNodePartition,
+// TestEdgeObjectsAndEvents.)
+func TestEdgeUplinkPinnedLikeANode(t *testing.T) {
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
+	admin := bustest.ConnectWithProtocol(t, srv)
+	seed(t, admin)
+	creds, err := srv.Auth.IssueEdgeUplink("e1", "hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/e1.uplink.creds"
+	if err := busauth.WriteCreds(path, creds); err != nil {
+		t.Fatal(err)
+	}
+	v := &bustest.Violations{}
+	nc, err := bustest.Dial(t, srv, nats.UserCredentials(path), nats.ErrorHandler(v.Handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{
+		"$KV." + wire.DesiredBucket + ".node.e1.default.x", "$KV." + wire.DesiredBucket + ".node.n2.default.x", "$KV." + wire.DesiredBucket + ".fleet.default.x",
+		"$KV." + wire.StatusBucket + ".e1.default.x", "$KV." + wire.StatusBucket + ".n2.default.x",
+		"$KV." + wire.NodesBucket + ".e1", "$KV." + wire.NodesBucket + ".n2",
+		"$KV." + wire.SecretsBucket + ".fleet.default.x", "$KV." + wire.ConfigMapsBucket + ".node.e1.default.x",
+		"actorlet.events.e1.default.x", "actorlet.events.n2.default.x", "actorlet.status.n2.default.x",
+		wire.EdgeUpSubject("n2", busauth.StatusStream), wire.EdgeDownSubject("e1", busauth.DesiredStream),
+		wire.CommandSubject("n2", wire.VerbExec), wire.CommandSubject("e1", wire.VerbExec),
+		"$JS.API.CONSUMER.CREATE." + busauth.DesiredStream, "$JS.hub.API.CONSUMER.CREATE." + busauth.DesiredStream + ".x",
+		"$JS.hub.API.STREAM.MSG.GET." + busauth.DesiredStream, "$JS.API.STREAM.MSG.GET." + busauth.DesiredStream,
+		"$JS.hub.API.DIRECT.GET." + busauth.DesiredStream + ".$KV." + wire.DesiredBucket + ".node.n2.default.secret",
+		"$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.EdgeConsumer("n2"),
+		"$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.NodeDesiredConsumer("n1"),
+		"$JS.hub.API.STREAM.UPDATE." + busauth.StatusStream,
+	} {
+		if err := nc.Publish(subj, []byte(`{"evil":true}`)); err != nil {
+			t.Fatal(err)
+		}
+		v.Expect(t, subj)
+	}
+	for _, subj := range []string{"$KV.>", "_INBOX.>", wire.CommandSubject("n2", ">"), wire.EdgeDownSubject("n2", busauth.DesiredStream), "actorlet.events.>"} {
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+		v.Expect(t, subj)
+	}
+	// What it is for: its own deliveries up, the resets of its own
+	// consumers (the hub answers those).
+	for _, subj := range []string{wire.EdgeUpSubject("e1", busauth.StatusStream), "$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.EdgeConsumer("e1")} {
+		if err := nc.Publish(subj, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(denyWait) // a violation would have arrived by now
+	for _, subj := range []string{wire.EdgeUpSubject("e1", busauth.StatusStream), "$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.EdgeConsumer("e1")} {
+		if v.Has(subj) {
+			t.Errorf("%s refused", subj)
+		}
+	}
+	// Nothing was written.
+	kv, err := admin.JS.KeyValue(testCtx(t), wire.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(testCtx(t), "node.n2.default.x"); err == nil {
+		t.Fatal("the uplink wrote a desired key")
+	}
+}
