@@ -123,11 +123,8 @@ func EdgeUplinkPermissions(node, hubDomain string) jwt.Permissions {
 		// Answers to JetStream API requests across the link, both ways
 		// (the internal $JSC.R reply subjects of sources).
 		"$JSC.R.>",
-		wire.CommandSubjectPrefix+"."+n+".>",
-		"$SRV.*",
-		"$SRV.*."+wire.CommandServiceName,
-		"$SRV.*."+wire.CommandServiceName+".*",
 	)
+	p.Sub.Allow.Add(nodeCommandSubjects(node)...)
 	p.Resp = &jwt.ResponsePermission{MaxMsgs: -1, Expires: ResponseWindow}
 	return p
 }
