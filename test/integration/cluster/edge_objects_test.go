@@ -22,9 +22,10 @@ import (
 
 // TestEdgeObjectsAndEvents: an edge node gets the ConfigMaps and Secrets
 // its pods use from the hub (a pod using both runs; without them it would
-// stay in CreateContainerConfigError), and events cross the leaf link
-// once, edge to hub: the hub stores each of the edge's events once, the
-// edge none of the hub's.
+// stay in CreateContainerConfigError), central wins for them as for
+// desired pods (a local override is put back after the uplink returns),
+// and events cross the leaf link once, edge to hub: the hub stores each of
+// the edge's events once, the edge none of the hub's.
 func TestEdgeObjectsAndEvents(t *testing.T) {
 	if testing.Short() {
 		t.Skip("edge objects: -short")
@@ -34,7 +35,8 @@ func TestEdgeObjectsAndEvents(t *testing.T) {
 	op := hub.ConnectWithProtocol(t, "hub-operator", 1)
 	cfg := testenv.AgentConfig(t, node, "", memcri.New())
 	cfg.RelistPeriod = 500 * time.Millisecond
-	cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: hub.LeafURL(), LeafCreds: hub.LeafCreds(t, node)}
+	link := newUplink(t, hub.LeafAddr(0))
+	cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: "nats-leaf://" + link.addr(), LeafCreds: hub.LeafCreds(t, node)}
 	a, err := agent.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start the edge agent: %v", err)
@@ -100,6 +102,40 @@ func TestEdgeObjectsAndEvents(t *testing.T) {
 			return err
 		}
 		return statusRunning(ctx, kv, p)
+	})
+
+	// Central wins: a local override of the ConfigMap is put back once the
+	// uplink has been down and is up again.
+	cmKey := wire.ObjectNodeKey(node, namespace, "settings")
+	put(local.JS, wire.ConfigMapsBucket, cmKey,
+		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: namespace}, Data: map[string]string{"MODE": "local-override"}})
+	link.Cut()
+	eventually(t, "the hub sees the edge gone", func() error {
+		if n := hub.LeafNodes(); n != 0 {
+			return fmt.Errorf("%d leaf connections", n)
+		}
+		return nil
+	})
+	link.Restore()
+	eventually(t, "the hub's ConfigMap wins on the edge", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), attempt)
+		defer cancel()
+		kv, err := local.JS.KeyValue(ctx, wire.ConfigMapsBucket)
+		if err != nil {
+			return err
+		}
+		e, err := kv.Get(ctx, cmKey)
+		if err != nil {
+			return err
+		}
+		var cm v1.ConfigMap
+		if err := json.Unmarshal(e.Value(), &cm); err != nil {
+			return err
+		}
+		if cm.Data["MODE"] != "edge" {
+			return fmt.Errorf("MODE %q on the edge", cm.Data["MODE"])
+		}
+		return nil
 	})
 
 	// Events: a hub-side event for another node, and the edge's own.
