@@ -114,7 +114,15 @@ func EdgeUplinkPermissions(node, hubDomain string) jwt.Permissions {
 	for _, stream := range edgeUpStreams {
 		p.Sub.Allow.Add("$JS.FC." + stream + "." + wire.HubConsumer + ".>")
 	}
-	p.Pub.Allow.Add("$JSC.R.>")
+	p.Pub.Allow.Add(
+		"$JSC.R.>",
+		// Answers to its commands (and its log chunks): the requesters'
+		// inboxes, admins' and scoped operators'. nats-server does not
+		// apply allow_responses to what a leaf connection sends, so
+		// unlike a node's these are not limited to the requests it got.
+		"_INBOX.>",
+		OperatorInboxPrefixAll+".>",
+	)
 	p.Sub.Allow.Add(
 		// The edge's own JetStream domain (the hub's sources reset its
 		// HubConsumers there; hub operators may manage the edge's own
@@ -125,6 +133,8 @@ func EdgeUplinkPermissions(node, hubDomain string) jwt.Permissions {
 		"$JSC.R.>",
 	)
 	p.Sub.Allow.Add(nodeCommandSubjects(node)...)
+	// Acknowledgements of its log chunks, to the edge agent's own inbox.
+	p.Sub.Allow.Add(NodeInboxPrefix(node) + ".>")
 	p.Resp = &jwt.ResponsePermission{MaxMsgs: -1, Expires: ResponseWindow}
 	return p
 }

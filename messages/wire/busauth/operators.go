@@ -69,7 +69,10 @@ func truncateName(s string) string {
 // connection: it may subscribe to nothing else, so it never reads the
 // replies (session tokens, session output, logs) of another operator.
 // actorletctl finds it in the credentials (wire.ClientAuth).
-func OperatorInboxPrefix(name string) string { return "_INBOX_OP." + EncodeToken(name) }
+func OperatorInboxPrefix(name string) string { return OperatorInboxPrefixAll + "." + EncodeToken(name) }
+
+// OperatorInboxPrefixAll is the prefix of every scoped operator's inbox.
+const OperatorInboxPrefixAll = "_INBOX_OP"
 
 // OperatorPermissions is everything a scoped operator may do. ns is the
 // namespace as a subject token, "*" for every namespace. Keys and subjects

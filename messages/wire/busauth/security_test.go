@@ -488,7 +488,8 @@ func TestNodeAcceptsHandMadeBuckets(t *testing.T) {
 	}
 }
 
-// TestEdgeUplinkPinnedLikeANode: with an edge node's uplink credentials,
+// TestEdgeUplinkPinnedLikeANode: with an edge node's uplink credentials
+// (used here as a client's: the same subjects it may send into the hub),
 // every write outside its own keys, status and events is refused by the
 // hub — its own included, since an edge's keys reach the hub only through
 // the hub's sources — and so is every JetStream API request but the resets
@@ -540,7 +541,9 @@ func TestEdgeUplinkPinnedLikeANode(t *testing.T) {
 	}
 	// What it is for: its own deliveries up, the resets of its own
 	// consumers (the hub answers those).
-	for _, subj := range []string{wire.EdgeUpSubject("e1", busauth.StatusStream), "$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.EdgeConsumer("e1")} {
+	allowed := []string{wire.EdgeUpSubject("e1", busauth.StatusStream), "$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.EdgeConsumer("e1"),
+		"_INBOX.abc.1", busauth.OperatorInboxPrefix("alice") + ".abc.1"} // command answers (no allow_responses across a leaf)
+	for _, subj := range allowed {
 		if err := nc.Publish(subj, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -549,7 +552,7 @@ func TestEdgeUplinkPinnedLikeANode(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(denyWait) // a violation would have arrived by now
-	for _, subj := range []string{wire.EdgeUpSubject("e1", busauth.StatusStream), "$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.EdgeConsumer("e1")} {
+	for _, subj := range allowed {
 		if v.Has(subj) {
 			t.Errorf("%s refused", subj)
 		}

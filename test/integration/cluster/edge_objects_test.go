@@ -104,6 +104,17 @@ func TestEdgeObjectsAndEvents(t *testing.T) {
 		return statusRunning(ctx, kv, p)
 	})
 
+	// The hub's operators reach the edge node's commands through the
+	// pinned uplink (request there, reply back).
+	hubClient := &wire.Client{NC: op.NC, Timeout: attempt}
+	eventually(t, "get the pod from the hub through the uplink", func() error {
+		got, err := hubClient.GetPod(context.Background(), node, namespace, p.name)
+		if err == nil && got.Name != p.name {
+			err = fmt.Errorf("got pod %q", got.Name)
+		}
+		return err
+	})
+
 	// Central wins: a local override of the ConfigMap is put back once the
 	// uplink has been down and is up again.
 	cmKey := wire.ObjectNodeKey(node, namespace, "settings")
