@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,10 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/actorlet/actorlet/bus"
-	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/testenv"
 )
 
@@ -28,18 +24,8 @@ func TestEdgeCommandsThroughUplink(t *testing.T) {
 		t.Skip("edge commands: -short")
 	}
 	const node = "edge4"
-	hub := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Domain: bus.DefaultHubDomain, Leaf: true, Secure: true})
-	op := hub.ConnectWithProtocol(t, "hub-operator", 1)
 	_, client := testenv.Runtime(t, filepath.Join(t.TempDir(), "runtime")) // real processes
-	cfg := testenv.AgentConfig(t, node, "", client)
-	cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: hub.LeafURL(), LeafCreds: hub.LeafCreds(t, node)}
-	testenv.StartAgent(t, cfg)
-	eventually(t, "the edge joins the hub", func() error {
-		if hub.LeafNodes() == 0 {
-			return errors.New("no leaf connection on the hub")
-		}
-		return nil
-	})
+	op := startEdgeOnHub(t, node, client).op
 	p := podRef{node: node, name: "talks"}
 	var pod v1.Pod
 	if err := json.Unmarshal(podJSONImage(p.name, "busybox:1.36"), &pod); err != nil {

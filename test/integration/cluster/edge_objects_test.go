@@ -14,6 +14,7 @@ import (
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/memcri"
@@ -31,30 +32,15 @@ func TestEdgeObjectsAndEvents(t *testing.T) {
 		t.Skip("edge objects: -short")
 	}
 	const node = "edge2"
-	hub := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Domain: bus.DefaultHubDomain, Leaf: true, Secure: true})
-	op := hub.ConnectWithProtocol(t, "hub-operator", 1)
-	cfg := testenv.AgentConfig(t, node, "", memcri.New())
-	cfg.RelistPeriod = 500 * time.Millisecond
-	link := newUplink(t, hub.LeafAddr(0))
-	cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: "nats-leaf://" + link.addr(), LeafCreds: hub.LeafCreds(t, node)}
-	a, err := agent.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatalf("start the edge agent: %v", err)
-	}
-	t.Cleanup(a.Stop)
+	e := startEdgeOnHub(t, node, memcri.New())
+	hub, op, link, cfg := e.hub, e.op, e.link, e.cfg
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
-	local, err := bus.Connect(lctx, bus.Options{URL: a.BusURL(), CredsFile: agent.AdminCredsPath(cfg.RootDir), Name: "edge-operator"})
+	local, err := bus.Connect(lctx, bus.Options{URL: e.agent.BusURL(), CredsFile: agent.AdminCredsPath(cfg.RootDir), Name: "edge-operator"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(local.Close)
-	eventually(t, "the edge joins the hub", func() error {
-		if hub.LeafNodes() == 0 {
-			return errors.New("no leaf connection on the hub")
-		}
-		return nil
-	})
 	bctx, bcancel := context.WithTimeout(context.Background(), waitFor)
 	defer bcancel()
 	if _, err := bus.Bootstrap(bctx, op.JS, bus.ProtocolSettings{Replicas: 1, EdgeNodes: []string{node}}); err != nil {
@@ -190,4 +176,35 @@ func TestEdgeObjectsAndEvents(t *testing.T) {
 	if n, err := count(local.JS, wire.EventSubjectPrefix+".hub-node.>"); err != nil || n != 0 {
 		t.Fatalf("the edge stores %d of the hub's events (%v), want 0", n, err)
 	}
+}
+
+// edgeOnHub is a 3-server hub (JetStream domain hub, leaf-node listeners,
+// authenticated as docs/security.md says) with one edge agent joined to
+// it through a cuttable link, on the edge's pinned uplink credentials.
+type edgeOnHub struct {
+	hub   *bustest.Cluster
+	op    *bus.Conn // the hub's operator (admin)
+	link  *uplink
+	agent *agent.Agent
+	cfg   agent.Config
+}
+
+// startEdgeOnHub starts the hub and the edge agent of node on rt and waits
+// until the edge has joined.
+func startEdgeOnHub(t *testing.T, node string, rt cri.Runtime) *edgeOnHub {
+	t.Helper()
+	e := &edgeOnHub{hub: bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Domain: bus.DefaultHubDomain, Leaf: true, Secure: true})}
+	e.op = e.hub.ConnectWithProtocol(t, "hub-operator", 1)
+	e.link = newUplink(t, e.hub.LeafAddr(0))
+	e.cfg = testenv.AgentConfig(t, node, "", rt)
+	e.cfg.RelistPeriod = 500 * time.Millisecond
+	e.cfg.NATS = agent.NATSConfig{Host: "127.0.0.1", Port: -1, LeafURL: "nats-leaf://" + e.link.addr(), LeafCreds: e.hub.LeafCreds(t, node)}
+	e.agent = testenv.StartAgent(t, e.cfg)
+	eventually(t, "the edge joins the hub", func() error {
+		if e.hub.LeafNodes() == 0 {
+			return errors.New("no leaf connection on the hub")
+		}
+		return nil
+	})
+	return e
 }
