@@ -47,12 +47,13 @@ func (c *Conn) EnsureProtocolWith(ctx context.Context, s wire.ProtocolSettings) 
 		return err
 	}
 	if c.Edge() {
-		return nil // an edge node reads its objects from the hub (not provisioned here)
+		return nil // an edge node's object buckets source the hub's (ensureEdgeProtocol)
 	}
 	return c.EnsureObjectBuckets(ctx)
 }
 
-// EnsurePodProtocolWith is what an agent runs at start-up: it creates the
+// EnsurePodProtocolWith is what an agent runs at start-up (on an edge
+// node, ensureEdgeProtocol: its object buckets too): it creates the
 // buckets and stream that are missing, with s. What exists is the
 // operator's and is left alone — replicas, placement, history, storage and
 // limits are never changed, so an agent needs no right to edit streams and

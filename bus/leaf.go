@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
 // Edge nodes: an agent given a leaf URL runs its embedded nats-server as a
@@ -24,6 +26,10 @@ import (
 //     node.<node>.> and fleet.>, and also takes local writes (a local
 //     operator's apply). Central writes made while the uplink was down
 //     arrive, in the hub's order, when it comes back.
+//   - actorlet_configmaps and actorlet_secrets (edge) source the hub's the
+//     same way (node.<node>.> and fleet.>), so local pods get the objects
+//     they reference, through a partition too; central wins as for desired
+//     pods.
 //   - actorlet_status, actorlet_nodes and ACTORLET_EVENTS (edge) are plain
 //     local ones; the hub's buckets source them (Bootstrap with EdgeNodes),
 //     each filtered to the node's own keys, so what was written during the
@@ -31,13 +37,18 @@ import (
 //
 // $KV.> is denied on the leaf connection both ways: a key is stored in one
 // domain only and its acknowledgement comes from that domain's stream.
+// Events (actorlet.events.>) are denied too: both sides' event streams
+// capture that subject, so an event published on one side would also be
+// stored by the other's stream directly, besides the hub's source — twice
+// on the hub, and the hub's events on the edge. They cross once, through
+// the source, edge to hub.
 const (
 	// DefaultHubDomain is the JetStream domain of the fleet's cluster.
 	DefaultHubDomain = "hub"
 )
 
 // leafDenied are the subjects a leaf connection neither imports nor exports.
-var leafDenied = []string{"$KV.>"}
+var leafDenied = []string{"$KV.>", wire.EventsSubjects}
 
 func parseLeafURLs(s string) ([]*url.URL, error) {
 	var out []*url.URL
@@ -57,15 +68,23 @@ func parseLeafURLs(s string) ([]*url.URL, error) {
 	return out, nil
 }
 
-// edgeDesiredSource is the source of an edge node's desired bucket: the
-// hub's bucket, only this node's keys and the fleet's.
-func edgeDesiredSource(node, hubDomain string) *jetstream.StreamSource {
+// edgeSourcedBuckets are the buckets an edge node keeps as copies of the
+// hub's (its keys and the fleet's), central winning.
+var edgeSourcedBuckets = []string{wire.DesiredBucket, wire.ConfigMapsBucket, wire.SecretsBucket}
+
+// edgeSource is the source of an edge node's copy of a hub bucket: the
+// hub's bucket, only this node's keys and the fleet's, read through the
+// consumer an operator provisioned for it on the hub (wire.EdgeConsumer):
+// the uplink only resets it and receives its deliveries.
+func edgeSource(bucket, node, hubDomain string) *jetstream.StreamSource {
 	var tr []jetstream.SubjectTransformConfig
 	for _, f := range []string{wire.DesiredNodeWatch(node), wire.DesiredFleetWatch} {
-		subj := "$KV." + wire.DesiredBucket + "." + f
+		subj := "$KV." + bucket + "." + f
 		tr = append(tr, jetstream.SubjectTransformConfig{Source: subj, Destination: subj})
 	}
-	return &jetstream.StreamSource{Name: "KV_" + wire.DesiredBucket, Domain: hubDomain, SubjectTransforms: tr}
+	stream := wire.BucketStream(bucket)
+	return &jetstream.StreamSource{Name: stream, Domain: hubDomain, SubjectTransforms: tr,
+		Consumer: &jetstream.StreamConsumerSource{Name: wire.EdgeConsumer(node), DeliverSubject: wire.EdgeDownSubject(node, stream)}}
 }
 
 // ensureEdgeProtocol creates an edge node's buckets and stream in its own
@@ -90,11 +109,13 @@ func (c *Conn) ensureEdgeProtocol(ctx context.Context) error {
 		}
 		break
 	}
-	for _, cfg := range ProtocolBuckets(ProtocolSettings{}) {
+	for _, cfg := range append(ProtocolBuckets(ProtocolSettings{}), wire.ObjectBuckets()...) {
 		if err := wire.RetryTransient(ctx, func(ctx context.Context) error {
-			if cfg.Bucket == wire.DesiredBucket {
-				cfg.Sources = []*jetstream.StreamSource{edgeDesiredSource(c.edgeNode, c.hubDomain)}
-				return ensureEdgeDesired(ctx, js, cfg)
+			if slices.Contains(edgeSourcedBuckets, cfg.Bucket) {
+				cfg.Sources = []*jetstream.StreamSource{edgeSource(cfg.Bucket, c.edgeNode, c.hubDomain)}
+				// The reconciler restores central values from this history.
+				cfg.History = max(cfg.History, wire.DesiredHistory)
+				return ensureEdgeSourced(ctx, js, cfg)
 			}
 			_, err := wire.EnsureBucket(ctx, js, cfg, false)
 			return err
@@ -102,13 +123,23 @@ func (c *Conn) ensureEdgeProtocol(ctx context.Context) error {
 			return err
 		}
 	}
-	return wire.RetryTransient(ctx, func(ctx context.Context) error {
+	if err := wire.RetryTransient(ctx, func(ctx context.Context) error {
 		_, err := wire.EnsureStream(ctx, js, wire.EventsStreamConfig(wire.ProtocolSettings{}), false)
 		return err
+	}); err != nil {
+		return err
+	}
+	// The consumers the hub's sources of this node's status, heartbeats
+	// and events read (its uplink user may not create any on the hub, and
+	// the hub's may not on this server: they only reset these).
+	return wire.RetryTransient(ctx, func(ctx context.Context) error {
+		return busauth.EnsureHubConsumers(ctx, js, c.edgeNode)
 	})
 }
 
-func ensureEdgeDesired(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) error {
+// ensureEdgeSourced creates an edge bucket sourcing the hub's, or makes an
+// existing one source it.
+func ensureEdgeSourced(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) error {
 	s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
@@ -153,9 +184,9 @@ const (
 
 // startEdgeReconciler starts the reconciler of an edge node's connection
 // on the connection Connect opened. The reconciler keeps that connection
-// when Redial switches the agent to node credentials: it reads the hub's
-// keys from the stream leader and rewrites central keys of the edge's own
-// server, which node permissions do not allow (docs/security.md).
+// when Redial switches the agent to node credentials: it reads its own
+// server's streams and rewrites central keys there, which node
+// permissions do not allow (docs/security.md).
 func (c *Conn) startEdgeReconciler() {
 	if !c.Edge() {
 		return
@@ -213,20 +244,43 @@ func (c *Conn) runEdgeReconciler(closing, done chan struct{}) {
 		}
 		last = time.Now()
 		if n > 0 {
-			klog.InfoS("Local changes to central desired pods replaced by the hub's", "keys", n)
+			klog.InfoS("Local changes to central keys (desired pods, ConfigMaps, Secrets) replaced by the hub's", "keys", n)
 		}
 	}
 }
 
 // reconcileEdge puts the hub's value back on every central key whose edge
-// value differs, once the edge's source has caught up. It returns how many
-// keys it changed.
+// value differs, in each bucket the edge sources from the hub (desired
+// pods, ConfigMaps, Secrets), once the edge's source has caught up. It
+// returns how many keys it changed.
 func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
-	local, err := c.edgeJS.KeyValue(ctx, wire.DesiredBucket)
+	changed := 0
+	for _, bucket := range edgeSourcedBuckets {
+		n, err := c.reconcileEdgeBucket(ctx, bucket)
+		changed += n
+		if err != nil {
+			return changed, fmt.Errorf("%s: %w", bucket, err)
+		}
+	}
+	return changed, nil
+}
+
+// reconcileEdgeBucket reconciles one bucket without asking the hub
+// anything (the uplink may only reset its consumers): the hub's value of a
+// central key is its newest revision that arrived through the source
+// (it carries the Nats-Stream-Source header). A key whose newest revision
+// is a local write, while an older one came from the hub, gets the hub's
+// value back — unless the hub's newest is a delete (a local pod re-created
+// after central removed it stays, as before). Keys the hub never sent
+// (a local operator's own) are left alone. The edge keeps DesiredHistory
+// revisions of each key; a central value pushed out of them by more local
+// writes is not restored.
+func (c *Conn) reconcileEdgeBucket(ctx context.Context, bucket string) (int, error) {
+	local, err := c.edgeJS.KeyValue(ctx, bucket)
 	if err != nil {
 		return 0, err
 	}
-	st, err := c.edgeJS.Stream(ctx, "KV_"+wire.DesiredBucket)
+	st, err := c.edgeJS.Stream(ctx, wire.BucketStream(bucket))
 	if err != nil {
 		return 0, err
 	}
@@ -235,79 +289,101 @@ func (c *Conn) reconcileEdge(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if len(info.Sources) == 0 || info.Sources[0].Lag > 0 || info.Sources[0].Active < 0 || info.Sources[0].Error != nil {
-		return 0, errors.New("the desired bucket's source from the hub has not caught up")
+		return 0, errors.New("the bucket's source from the hub has not caught up")
 	}
-	hubJS, err := jetstream.NewWithDomain(c.edgeNC, c.hubDomain)
+	latest, err := latestEntries(ctx, local, bucket, []string{wire.DesiredNodeWatch(c.edgeNode), wire.DesiredFleetWatch})
 	if err != nil {
 		return 0, err
 	}
-	hub, err := hubJS.KeyValue(ctx, wire.DesiredBucket)
-	if err != nil {
-		return 0, fmt.Errorf("open the hub's %s: %w", wire.DesiredBucket, err)
-	}
 	changed := 0
-	for _, filter := range []string{wire.DesiredNodeWatch(c.edgeNode), wire.DesiredFleetWatch} {
-		keys, err := listKeys(ctx, hub, filter)
+	for _, e := range latest {
+		central, now, ok, err := centralValue(ctx, st, local, e)
 		if err != nil {
 			return changed, err
 		}
-		for _, k := range keys {
-			// From the hub's leader: a replica catching up could hold an
-			// older value, which must not overwrite a newer one here.
-			rctx, cancel := context.WithTimeout(ctx, edgeRequestTimeout)
-			want, err := LeaderGet(rctx, c.edgeNC, c.hubDomain, wire.DesiredBucket, k)
-			cancel()
-			if errors.Is(err, ErrKeyGone) {
-				continue // deleted meanwhile: the source brings the delete
-			}
-			if err != nil {
-				return changed, err
-			}
-			have, err := local.Get(ctx, k)
-			if err == nil && bytes.Equal(have.Value(), want.Value()) {
-				continue
-			}
-			var rev uint64
-			if err == nil {
-				rev = have.Revision()
-			} else if !errors.Is(err, jetstream.ErrKeyNotFound) {
-				return changed, err
-			}
-			// Conditioned on what was read: a central write the source
-			// delivers meanwhile is newer and must not be overwritten.
-			if rev == 0 {
-				_, err = local.Create(ctx, k, want.Value())
-			} else {
-				_, err = local.Update(ctx, k, want.Value(), rev)
-			}
-			if err == nil {
-				changed++
-			}
+		if !ok || (now.Operation() == jetstream.KeyValuePut && bytes.Equal(now.Value(), central)) {
+			continue
+		}
+		// Conditioned on what was read: a central write the source
+		// delivers meanwhile is newer and must not be overwritten.
+		if _, err := local.Update(ctx, e.Key(), central, now.Revision()); err == nil {
+			changed++
 		}
 	}
 	return changed, nil
 }
 
-// listKeys lists the hub's keys under filter, at most edgeReconcileLimit,
-// within edgeRequestTimeout.
-func listKeys(ctx context.Context, hub jetstream.KeyValue, filter string) ([]string, error) {
+// sourced reports whether revision rev of the edge's stream came from the
+// hub (through its source).
+func sourced(ctx context.Context, st jetstream.Stream, rev uint64) (bool, error) {
+	m, err := st.GetMsg(ctx, rev)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return m.Header.Get(streamSourceHeader) != "", nil
+}
+
+// streamSourceHeader marks a message a stream got through a source
+// (nats-server's JSStreamSource).
+const streamSourceHeader = "Nats-Stream-Source"
+
+// centralValue is the hub's value of e's key when e, its newest revision
+// (metadata only), is a local change of a key the hub sent; now is that
+// newest revision with its value. ok is false when e came from the hub
+// itself, the hub never sent the key (or its revision left the history),
+// or the hub's newest is a delete.
+func centralValue(ctx context.Context, st jetstream.Stream, kv jetstream.KeyValue, e jetstream.KeyValueEntry) (central []byte, now jetstream.KeyValueEntry, ok bool, err error) {
+	if ok, err := sourced(ctx, st, e.Revision()); err != nil || ok {
+		return nil, nil, false, err
+	}
+	hist, err := kv.History(ctx, e.Key())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil, false, nil
+	}
+	if err != nil || len(hist) == 0 {
+		return nil, nil, false, err
+	}
+	now = hist[len(hist)-1]
+	for i := len(hist) - 1; i >= 0; i-- {
+		h := hist[i]
+		ok, err := sourced(ctx, st, h.Revision())
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if ok {
+			return h.Value(), now, h.Operation() == jetstream.KeyValuePut, nil
+		}
+	}
+	return nil, nil, false, nil
+}
+
+// latestEntries is the newest revision (deletes included) of every key of
+// kv under filters, at most edgeReconcileLimit, within edgeRequestTimeout.
+func latestEntries(ctx context.Context, kv jetstream.KeyValue, bucket string, filters []string) ([]jetstream.KeyValueEntry, error) {
 	ctx, cancel := context.WithTimeout(ctx, edgeRequestTimeout)
 	defer cancel()
-	lister, err := hub.ListKeysFiltered(ctx, filter)
+	w, err := kv.WatchFiltered(ctx, filters, jetstream.MetaOnly())
 	if err != nil {
-		return nil, fmt.Errorf("list the hub's %s %s: %w", wire.DesiredBucket, filter, err)
+		return nil, fmt.Errorf("list %s %v: %w", bucket, filters, err)
 	}
-	defer func() { _ = lister.Stop() }()
-	var keys []string
-	for k := range lister.Keys() {
-		if len(keys) == edgeReconcileLimit {
-			klog.InfoS("Edge reconcile stopped at its key limit", "filter", filter, "limit", edgeReconcileLimit)
-			break
+	defer func() { _ = w.Stop() }()
+	var out []jetstream.KeyValueEntry
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("list %s %v: %w", bucket, filters, ctx.Err())
+		case e := <-w.Updates():
+			if e == nil {
+				return out, nil
+			}
+			if len(out) == edgeReconcileLimit {
+				klog.InfoS("Edge reconcile stopped at its key limit", "bucket", bucket, "limit", edgeReconcileLimit)
+				return out, nil
+			}
+			out = append(out, e)
 		}
-		keys = append(keys, k)
 	}
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("list the hub's %s %s: %w", wire.DesiredBucket, filter, ctx.Err())
-	}
-	return keys, nil
 }

@@ -192,12 +192,19 @@ func (c *Cluster) NodeCreds(t testing.TB, node string) string {
 }
 
 // LeafCreds issues the credentials of an edge node's leaf uplink on a
-// Secure cluster: a user of the fleet's account with the operator role
-// (the uplink carries the JetStream API traffic of the sources both ways,
-// which node permissions do not allow; docs/fleet.md).
+// Secure cluster as `actorletctl node add NODE --edge` does: the hub's
+// consumers the edge's copies source (the protocol's buckets must exist),
+// and an uplink user pinned to the edge's own subjects
+// (busauth.EdgeUplinkPermissions; docs/fleet.md).
 func (c *Cluster) LeafCreds(t testing.TB, node string) string {
 	t.Helper()
-	creds, err := c.Auth.IssueAdmin("leaf-" + node)
+	admin := c.Connect(t, "provision-edge-"+node)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	if err := busauth.EnsureEdgeConsumers(ctx, admin.JS, node); err != nil {
+		t.Fatalf("provision edge %s on the hub: %v", node, err)
+	}
+	creds, err := c.Auth.IssueEdgeUplink(node, c.opts[0].JetStreamDomain)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,12 @@ package bustest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // initSecure creates the authority and the credentials a test uses.
@@ -111,4 +115,63 @@ func Dial(t testing.TB, s *Server, opts ...nats.Option) (*nats.Conn, error) {
 		t.Cleanup(nc.Close)
 	}
 	return nc, err
+}
+
+// OperatorCreds issues a scoped operator on a Secure server
+// (`actorletctl auth add-operator`) and returns its .creds file.
+func (s *Server) OperatorCreds(t testing.TB, name string, scope busauth.OperatorScope) string {
+	t.Helper()
+	creds, err := s.Auth.IssueOperator(name, scope)
+	if err != nil {
+		t.Fatalf("issue operator %s: %v", name, err)
+	}
+	p := s.Auth.OperatorCredsPath(name)
+	if err := busauth.WriteCreds(p, creds); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Violations collects the permission violations the server reports to a
+// connection (pass Handler as its nats.ErrorHandler): a refused publish or
+// subscription gets no answer, only this asynchronous error.
+type Violations struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+// Handler is a nats.ErrHandler recording permission violations.
+func (v *Violations) Handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(err.Error(), "Permissions Violation") {
+		v.mu.Lock()
+		v.errs = append(v.errs, err.Error())
+		v.mu.Unlock()
+	}
+}
+
+// Expect waits for a violation naming subject.
+func (v *Violations) Expect(t testing.TB, subject string) {
+	t.Helper()
+	testutil.Until(t, 10*time.Second, "a permissions violation for "+subject, func() bool { return v.Has(subject) })
+}
+
+// ExpectPrefix waits for a violation naming a subject that starts with
+// prefix (a consumer create whose name the library chose).
+func (v *Violations) ExpectPrefix(t testing.TB, prefix string) {
+	t.Helper()
+	testutil.Until(t, 10*time.Second, "a permissions violation for "+prefix+"…", func() bool { return v.has(`"` + prefix) })
+}
+
+// Has reports whether a violation named subject.
+func (v *Violations) Has(subject string) bool { return v.has(`"` + subject + `"`) }
+
+func (v *Violations) has(quoted string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, e := range v.errs {
+		if strings.Contains(e, quoted) {
+			return true
+		}
+	}
+	return false
 }

@@ -53,11 +53,17 @@ func defaultAuthDir() string {
 func (c *cli) auth(ctx context.Context, args []string) error {
 	fs := c.flags("auth")
 	dir := fs.String("auth-dir", defaultAuthDir(), "authority directory (env ACTORLET_AUTH_DIR); keep it private")
+	of := operatorFlags(fs)
 	pos, _, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || pos[0] != "init" {
+	switch {
+	case len(pos) == 2 && pos[0] == "add-operator":
+		return c.addOperator(*dir, pos[1], of)
+	case len(pos) == 2 && pos[0] == "revoke-operator":
+		return c.revokeOperator(ctx, *dir, pos[1], of)
+	case len(pos) != 1 || pos[0] != "init":
 		fs.Usage()
 		return errUsage
 	}
@@ -91,6 +97,8 @@ func (c *cli) node(ctx context.Context, args []string) error {
 	dir := fs.String("auth-dir", defaultAuthDir(), "authority directory (env ACTORLET_AUTH_DIR)")
 	out := fs.String("out", "", "write the node's .creds here (default <auth-dir>/nodes/NAME.creds)")
 	sysCreds := fs.String("sys-creds", "", "system account credentials to push the revocation with (default <auth-dir>/sys.creds)")
+	edge := fs.Bool("edge", false, "add: an edge node (--nats-leaf-url): the hub's consumers its copies read, and its uplink credentials (--nats-leaf-creds) instead of node credentials")
+	hubDomain := fs.String("hub-domain", "hub", "add --edge: the hub's JetStream domain (the edge agent's --nats-hub-domain)")
 	pos, _, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -104,6 +112,9 @@ func (c *cli) node(ctx context.Context, args []string) error {
 		return err
 	}
 	name := pos[1]
+	if pos[0] == "add" && *edge {
+		return c.edgeAdd(ctx, a, name, *hubDomain, *out)
+	}
 	if pos[0] == "add" {
 		return c.nodeAdd(ctx, a, name, *out)
 	}
@@ -160,6 +171,16 @@ func (c *cli) nodeRevoke(ctx context.Context, a *busauth.Authority, name, sysCre
 	if err != nil {
 		return err
 	}
+	if err := c.pushAccount(ctx, a, sysCreds); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "node/%s revoked (%d key(s)); its connections are closed\n", name, n)
+	return nil
+}
+
+// pushAccount sends the authority's account JWT (with its revocations) to
+// the servers over the system account.
+func (c *cli) pushAccount(ctx context.Context, a *busauth.Authority, sysCreds string) error {
 	g := c.g
 	g.creds, g.user, g.password, g.token = sysCreds, "", "", ""
 	opts, err := g.natsOptions()
@@ -173,9 +194,5 @@ func (c *cli) nodeRevoke(ctx context.Context, a *busauth.Authority, name, sysCre
 	defer nc.Close()
 	tctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	if err := a.PushAccount(tctx, nc); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "node/%s revoked (%d key(s)); its connections are closed\n", name, n)
-	return nil
+	return a.PushAccount(tctx, nc)
 }

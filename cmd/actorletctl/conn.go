@@ -117,6 +117,7 @@ func (c *cli) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts, nats.ErrorHandler(c.recordRefusal))
 	nc, err := nats.Connect(g.server, opts...)
 	if err != nil {
 		return nil, g.connectError(err)

@@ -38,6 +38,7 @@ type cli struct {
 	clock          clock.Clock
 	g              globalFlags
 	conn           *conn
+	refused        refusals
 }
 
 // command is one subcommand.
@@ -66,10 +67,10 @@ func init() {
 		"restart":      {"Restart a pod's containers (or one)", "POD [-c C] [-n NS] [--node N]", (*cli).restart},
 		"evict":        {"Evict a pod", "POD [-n NS] [--grace-period S] [--reason R] [--node N]", (*cli).evict},
 		"events":       {"List events", "[-n NS] [--node N] [-w]", (*cli).events},
-		"auth": {"Create the bus authority (operator, account and system keys) for an external NATS server",
-			"init [--auth-dir DIR]", (*cli).auth},
+		"auth": {"Create the bus authority (operator, account and system keys) for an external NATS server; issue or revoke operators scoped by namespace",
+			"init [--auth-dir DIR]\n       actorletctl auth add-operator NAME [--namespace NS] [--read-only] [--auth-dir DIR] [--out FILE]\n       actorletctl auth revoke-operator NAME [--auth-dir DIR] [--sys-creds FILE]", (*cli).auth},
 		"node": {"Provision a node's credentials and consumers, or revoke them live",
-			"add NAME [--auth-dir DIR] [--out FILE]\n       actorletctl node revoke NAME [--auth-dir DIR] [--sys-creds FILE]", (*cli).node},
+			"add NAME [--auth-dir DIR] [--out FILE]\n       actorletctl node add NAME --edge [--hub-domain D] [--auth-dir DIR] [--out FILE]\n       actorletctl node revoke NAME [--auth-dir DIR] [--sys-creds FILE]", (*cli).node},
 		"bootstrap": {"Create the bus buckets and stream once per fleet, with replicas and placement", "[--replicas N] [--placement-cluster C] [--placement-tags t1,t2] [--edge-nodes n1,n2]", (*cli).bootstrap},
 	}
 }
@@ -126,6 +127,9 @@ func (c *cli) main(ctx context.Context, args []string) int {
 		return 2
 	}
 	fmt.Fprintf(c.stderr, "error: %v\n", err)
+	if r := c.refusal(); r != "" {
+		fmt.Fprintf(c.stderr, "the bus refused this for your credentials: %s (see docs/security.md, roles)\n", r)
+	}
 	return 1
 }
 

@@ -2,9 +2,12 @@ package wire
 
 import (
 	"errors"
+	"io"
 	"net/url"
+	"os"
 	"strings"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 )
 
@@ -48,6 +51,9 @@ func (a ClientAuth) NATSOptions() []nats.Option {
 	}
 	if a.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(a.CredsFile))
+		if p := CredsInboxPrefix(a.CredsFile); p != "" {
+			opts = append(opts, nats.CustomInboxPrefix(p))
+		}
 	}
 	if a.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(a.TLSCA))
@@ -56,6 +62,46 @@ func (a ClientAuth) NATSOptions() []nats.Option {
 		opts = append(opts, nats.ClientCert(a.TLSCert, a.TLSKey))
 	}
 	return opts
+}
+
+// maxCredsBytes bounds the credentials file CredsInboxPrefix reads.
+const maxCredsBytes = 64 << 10
+
+// CredsInboxPrefix is the inbox prefix the user of a .creds file must use
+// when its permissions allow subscribing only to one inbox prefix
+// (_INBOX_OP.<operator>.> for a scoped operator, _INBOX_NODE.<node>.> for a
+// node, docs/security.md): replies, session tokens and log chunks reach
+// the client only there. It is "" for a user who may subscribe anywhere
+// (admin), and for a file it cannot read (the connection then fails on it
+// with nats.go's own error).
+func CredsInboxPrefix(credsFile string) string {
+	f, err := os.Open(credsFile)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCredsBytes))
+	if err != nil {
+		return ""
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return ""
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return ""
+	}
+	prefix := ""
+	for _, s := range uc.Permissions.Sub.Allow {
+		if strings.HasPrefix(s, "_INBOX") && strings.HasSuffix(s, ".>") {
+			if prefix != "" {
+				return "" // more than one: let the user choose
+			}
+			prefix = strings.TrimSuffix(s, ".>")
+		}
+	}
+	return prefix
 }
 
 // RedactURLs hides passwords and tokens written into a comma-separated list

@@ -391,14 +391,28 @@ func EdgeDomain(node string) string { return edgeDomainPrefix + EncodeName(node)
 func hubEdgeSources(stream, subjectPrefix string, nodes []string) []*jetstream.StreamSource {
 	var out []*jetstream.StreamSource
 	for _, n := range nodes {
-		subj := subjectPrefix + "." + EncodeName(n)
-		tr := []jetstream.SubjectTransformConfig{{Source: subj + ".>", Destination: subj + ".>"}}
-		if stream == "KV_"+NodesBucket {
-			tr = []jetstream.SubjectTransformConfig{{Source: subj, Destination: subj}}
-		}
-		out = append(out, &jetstream.StreamSource{Name: stream, Domain: EdgeDomain(n), SubjectTransforms: tr})
+		out = append(out, &jetstream.StreamSource{Name: stream, Domain: EdgeDomain(n), SubjectTransforms: EdgePinTransforms(subjectPrefix, n),
+			Consumer: &jetstream.StreamConsumerSource{Name: HubConsumer, DeliverSubject: EdgeUpSubject(n, stream)}})
 	}
 	return out
+}
+
+// EdgePinTransforms are the subject transforms of a hub source of node's
+// stream whose subjects are <subjectPrefix>.<node>[.…]: every subject
+// under subjectPrefix, whatever its first token, is stored with node's
+// token there. The hub stores what a source delivers after its transforms,
+// and a subject no transform matches passes unchanged; the filter that
+// keeps the delivery to node's own subjects is applied on the edge's
+// server, which a compromised edge controls. With these, whatever an edge
+// delivers under the prefix lands among its own keys, never another
+// node's (docs/fleet.md). The two do not overlap (one token; two or
+// more).
+func EdgePinTransforms(subjectPrefix, node string) []jetstream.SubjectTransformConfig {
+	own := subjectPrefix + "." + EncodeName(node)
+	return []jetstream.SubjectTransformConfig{
+		{Source: subjectPrefix + ".*", Destination: own},
+		{Source: subjectPrefix + ".*.>", Destination: own + ".>"},
+	}
 }
 
 // sameSources compares configured sources with those a server reports
@@ -418,7 +432,11 @@ func SameSources(have, want []*jetstream.StreamSource) bool {
 		for _, t := range s.SubjectTransforms {
 			tr = append(tr, t.Source+">"+t.Destination)
 		}
-		return s.Name + "|" + prefix + "|" + s.FilterSubject + "|" + strings.Join(tr, ",")
+		consumer := ""
+		if s.Consumer != nil {
+			consumer = s.Consumer.Name + ">" + s.Consumer.DeliverSubject
+		}
+		return s.Name + "|" + prefix + "|" + s.FilterSubject + "|" + strings.Join(tr, ",") + "|" + consumer
 	}
 	hk := make([]string, len(have))
 	wk := make([]string, len(want))

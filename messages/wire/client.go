@@ -35,6 +35,17 @@ func (c *Client) timeout() time.Duration {
 
 // Call sends req to node's verb endpoint and decodes the reply into resp.
 func (c *Client) Call(ctx context.Context, node, verb string, timeout time.Duration, req, resp any) error {
+	return c.call(ctx, CommandSubject(node, verb), node, verb, timeout, req, resp)
+}
+
+// CallPod is Call for a pod verb (PodVerbs) about a pod of namespace: it
+// goes to the namespaced subject, which an operator scoped to that
+// namespace may use (docs/security.md).
+func (c *Client) CallPod(ctx context.Context, node, namespace, verb string, timeout time.Duration, req, resp any) error {
+	return c.call(ctx, NamespacedCommandSubject(node, namespace, verb), node, verb, timeout, req, resp)
+}
+
+func (c *Client) call(ctx context.Context, subject, node, verb string, timeout time.Duration, req, resp any) error {
 	if node == "" {
 		return fmt.Errorf("%s: node name required", verb)
 	}
@@ -47,7 +58,7 @@ func (c *Client) Call(ctx context.Context, node, verb string, timeout time.Durat
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	msg, err := c.NC.RequestWithContext(ctx, CommandSubject(node, verb), data)
+	msg, err := c.NC.RequestWithContext(ctx, subject, data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return fmt.Errorf("node %q is not reachable (no responders): is it running?", node)
@@ -78,9 +89,14 @@ func decodeReply(msg *nats.Msg, node, verb string, resp any) error {
 func (c *Client) ListPods(ctx context.Context, node, namespace string) ([]*v1.Pod, error) {
 	var all []*v1.Pod
 	req := ListPodsRequest{Namespace: namespace}
+	// One namespace: its namespaced subject (a scoped operator may use it).
+	subject := CommandSubject(node, VerbPodsList)
+	if namespace != "" {
+		subject = NamespacedCommandSubject(node, namespace, VerbPodsList)
+	}
 	for {
 		var resp ListPodsResponse
-		if err := c.Call(ctx, node, VerbPodsList, c.timeout(), req, &resp); err != nil {
+		if err := c.call(ctx, subject, node, VerbPodsList, c.timeout(), req, &resp); err != nil {
 			return nil, err
 		}
 		all = append(all, resp.Pods...)
@@ -97,7 +113,7 @@ func (c *Client) ListPods(ctx context.Context, node, namespace string) ([]*v1.Po
 // GetPod returns one pod with its live status.
 func (c *Client) GetPod(ctx context.Context, node, namespace, name string) (*v1.Pod, error) {
 	var resp GetPodResponse
-	if err := c.Call(ctx, node, VerbPodsGet, c.timeout(), GetPodRequest{Namespace: namespace, Name: name}, &resp); err != nil {
+	if err := c.CallPod(ctx, node, namespace, VerbPodsGet, c.timeout(), GetPodRequest{Namespace: namespace, Name: name}, &resp); err != nil {
 		return nil, err
 	}
 	return resp.Pod, nil
@@ -106,7 +122,7 @@ func (c *Client) GetPod(ctx context.Context, node, namespace, name string) (*v1.
 // DescribePod returns the node's full description of a pod.
 func (c *Client) DescribePod(ctx context.Context, node, namespace, name string) (*Description, error) {
 	var resp Description
-	if err := c.Call(ctx, node, VerbPodsDescribe, c.timeout(), DescribePodRequest{Namespace: namespace, Name: name}, &resp); err != nil {
+	if err := c.CallPod(ctx, node, namespace, VerbPodsDescribe, c.timeout(), DescribePodRequest{Namespace: namespace, Name: name}, &resp); err != nil {
 		return nil, err
 	}
 	return &resp, nil
@@ -119,7 +135,7 @@ func (c *Client) Exec(ctx context.Context, node string, req ExecRequest) (*ExecR
 		timeout = seconds.Duration(req.TimeoutSeconds)
 	}
 	var resp ExecResponse
-	if err := c.Call(ctx, node, VerbExec, timeout+c.timeout(), req, &resp); err != nil {
+	if err := c.CallPod(ctx, node, req.Namespace, VerbExec, timeout+c.timeout(), req, &resp); err != nil {
 		return nil, err
 	}
 	return &resp, nil
@@ -128,14 +144,14 @@ func (c *Client) Exec(ctx context.Context, node string, req ExecRequest) (*ExecR
 // Restart restarts a pod's containers, or one container.
 func (c *Client) Restart(ctx context.Context, node, namespace, name, container string) (string, error) {
 	var resp Ack
-	err := c.Call(ctx, node, VerbRestart, c.timeout(), RestartRequest{Namespace: namespace, Name: name, Container: container}, &resp)
+	err := c.CallPod(ctx, node, namespace, VerbRestart, c.timeout(), RestartRequest{Namespace: namespace, Name: name, Container: container}, &resp)
 	return resp.Message, err
 }
 
 // Evict evicts a pod with an optional grace period and reason.
 func (c *Client) Evict(ctx context.Context, node, namespace, name string, gracePeriodSeconds *int64, reason string) (string, error) {
 	var resp Ack
-	err := c.Call(ctx, node, VerbEvict, c.timeout(), EvictRequest{Namespace: namespace, Name: name, GracePeriodSeconds: gracePeriodSeconds, Reason: reason}, &resp)
+	err := c.CallPod(ctx, node, namespace, VerbEvict, c.timeout(), EvictRequest{Namespace: namespace, Name: name, GracePeriodSeconds: gracePeriodSeconds, Reason: reason}, &resp)
 	return resp.Message, err
 }
 
@@ -160,7 +176,7 @@ func (c *Client) Logs(ctx context.Context, node string, req LogsRequest, w io.Wr
 	if err != nil {
 		return "", fmt.Errorf("encode %s request: %w", VerbLogs, err)
 	}
-	if err := c.NC.PublishMsg(&nats.Msg{Subject: CommandSubject(node, VerbLogs), Reply: req.Inbox, Data: data}); err != nil {
+	if err := c.NC.PublishMsg(&nats.Msg{Subject: NamespacedCommandSubject(node, req.Namespace, VerbLogs), Reply: req.Inbox, Data: data}); err != nil {
 		return "", fmt.Errorf("%s on node %q: %w", VerbLogs, node, err)
 	}
 	var deadline <-chan time.Time

@@ -22,6 +22,12 @@ const (
 var Verbs = []string{VerbPodsList, VerbPodsGet, VerbPodsDescribe, VerbLogs, VerbExec, VerbRestart, VerbEvict, VerbPlacement,
 	VerbStreamExec, VerbStreamAttach, VerbStreamPortForward}
 
+// PodVerbs are the verbs about one namespace's pods: served on
+// NamespacedCommandSubject as well. The others (VerbPlacement) are about
+// the node.
+var PodVerbs = []string{VerbPodsList, VerbPodsGet, VerbPodsDescribe, VerbLogs, VerbExec, VerbRestart, VerbEvict,
+	VerbStreamExec, VerbStreamAttach, VerbStreamPortForward}
+
 // PodRef names one pod. An empty namespace means "default".
 type PodRef struct {
 	Namespace string `json:"namespace,omitempty"`

@@ -84,3 +84,20 @@ func EventSubject(node, namespace, name string) string {
 func CommandSubject(node, verb string) string {
 	return CommandSubjectPrefix + "." + EncodeName(node) + "." + verb
 }
+
+// NamespacedToken marks a pod command addressed by namespace:
+// actorlet.node.<node>.ns.<namespace>.<verb> (NamespacedCommandSubject).
+const NamespacedToken = "ns"
+
+// NamespacedCommandSubject is the subject of a pod verb (PodVerbs) for a
+// pod of namespace: the namespace is a subject token, so a bus permission
+// can limit an operator to one namespace's pods, and the node serves it
+// only for requests about a pod of that namespace. An empty namespace is
+// "default". Nodes serve every pod verb on CommandSubject too (operators
+// with every namespace).
+func NamespacedCommandSubject(node, namespace, verb string) string {
+	if namespace == "" {
+		namespace = "default"
+	}
+	return CommandSubjectPrefix + "." + EncodeName(node) + "." + NamespacedToken + "." + EncodeName(namespace) + "." + verb
+}

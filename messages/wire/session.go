@@ -40,6 +40,10 @@ const (
 	// HeaderError (read reply, last frame): what failed, when the stream
 	// could not be run to its end.
 	HeaderError = "Actorlet-Error"
+	// HeaderSessionToken (every request on an open session): the
+	// session's secret token (SessionResponse.Token). The node serves a
+	// session only to requests that carry it.
+	HeaderSessionToken = "Actorlet-Session-Token"
 )
 
 // Why a session ended (HeaderEnd).
@@ -91,6 +95,11 @@ type SessionRequest struct {
 // client must keep.
 type SessionResponse struct {
 	Session string `json:"session"`
+	// Token is the session's secret (256 random bits, hex): only this
+	// answer carries it, and it reaches only the opener's reply subject.
+	// Every later request of the session sends it (HeaderSessionToken);
+	// the session ID alone, which is in every subject, gives nothing.
+	Token string `json:"token"`
 	// MaxFrameBytes bounds the body of one stdin frame.
 	MaxFrameBytes int `json:"maxFrameBytes"`
 	// PollMillis: the node answers a read after this long without output.

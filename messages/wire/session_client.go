@@ -27,10 +27,10 @@ type Session struct {
 // prepared the runtime's stream when it answers.
 func (c *Client) OpenSession(ctx context.Context, node, verb string, req SessionRequest) (*Session, error) {
 	var resp SessionResponse
-	if err := c.Call(ctx, node, verb, c.timeout(), req, &resp); err != nil {
+	if err := c.CallPod(ctx, node, req.Namespace, verb, c.timeout(), req, &resp); err != nil {
 		return nil, err
 	}
-	if resp.Session == "" || resp.MaxFrameBytes <= 0 || resp.PollMillis <= 0 || resp.ClientTimeoutMillis <= 0 {
+	if resp.Session == "" || resp.Token == "" || resp.MaxFrameBytes <= 0 || resp.PollMillis <= 0 || resp.ClientTimeoutMillis <= 0 {
 		return nil, fmt.Errorf("%s on node %q: malformed answer %+v", verb, node, resp)
 	}
 	return &Session{nc: c.NC, node: node, resp: resp}, nil
@@ -43,8 +43,8 @@ func (s *Session) ID() string { return s.resp.Session }
 func (s *Session) Response() SessionResponse { return s.resp }
 
 // SessionFor is a Session on connection nc for an open answer of node.
-// Only the connection that opened the session can use it: the node binds a
-// session to its opener's inbox.
+// The node serves only requests carrying the answer's token, from the
+// opener's inbox.
 func SessionFor(nc *nats.Conn, node string, resp SessionResponse) *Session {
 	return &Session{nc: nc, node: node, resp: resp}
 }
@@ -53,11 +53,16 @@ func (s *Session) subject(op string) string { return SessionSubject(s.node, s.re
 
 // Request sends one session request (op: a SessionOp*) and turns error
 // headers into *Error. Run uses it; it is exported for tests and tools.
-// Requests go through the connection's shared reply inbox, which the node
-// checks against the one that opened the session.
+// Requests carry the session's token and go through the connection's
+// shared reply inbox, which the node checks against the one that opened
+// the session.
 func (s *Session) Request(ctx context.Context, op string, hdr nats.Header, data []byte, timeout time.Duration) (*nats.Msg, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if hdr == nil {
+		hdr = nats.Header{}
+	}
+	hdr.Set(HeaderSessionToken, s.resp.Token)
 	m, err := s.nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: s.subject(op), Header: hdr, Data: data})
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {

@@ -88,15 +88,17 @@ func (a *Agent) connectBus(ctx context.Context, opts bus.Options) error {
 	// buckets and this node's consumers; on an external server an operator
 	// does (actorletctl node add), and a node without them starts anyway,
 	// its object store waiting for them.
-	// An edge node's objects are not provisioned in its local domain.
+	// An edge node's object buckets, copies of the hub's, were made with
+	// its other buckets (EnsurePodProtocolWith); its consumers on them
+	// here as anywhere.
 	objCtx, objCancel := context.WithTimeout(ensureCtx, objectSetupTimeout)
 	defer objCancel()
 	err = nil
 	if !conn.Edge() {
 		err = conn.EnsureObjectBuckets(objCtx)
-		if err == nil {
-			err = busauth.EnsureNodeObjectConsumers(objCtx, conn.JS, node)
-		}
+	}
+	if err == nil {
+		err = busauth.EnsureNodeObjectConsumers(objCtx, conn.JS, node)
 	}
 	if err != nil {
 		if nodeCreds != "" {

@@ -137,6 +137,17 @@ func StartService(nc *nats.Conn, node Node, opts ServiceOptions) (*Service, erro
 			return nil, fmt.Errorf("add endpoint %q: %w", verb, err)
 		}
 	}
+	// The pod verbs again, addressed by namespace (operators scoped to
+	// one namespace may publish only there): served once the request's
+	// pod is found to be of the subject's namespace.
+	for _, verb := range wire.PodVerbs {
+		err := svc.AddEndpoint(wire.NamespacedToken+"-"+strings.ReplaceAll(verb, ".", "-"), s.serve(verb, namespaced(verb, handlers[verb])),
+			micro.WithEndpointSubject(wire.NamespacedCommandSubject(opts.NodeName, "*", verb)))
+		if err != nil {
+			_ = s.Stop()
+			return nil, fmt.Errorf("add endpoint %q for one namespace: %w", verb, err)
+		}
+	}
 	klog.InfoS("Command service started", "node", opts.NodeName, "subject", wire.CommandSubject(opts.NodeName, ">"))
 	return s, nil
 }

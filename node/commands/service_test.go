@@ -105,7 +105,7 @@ func TestServiceVerbs(t *testing.T) {
 		if err := json.Unmarshal(msg.Data, &info); err != nil {
 			t.Fatal(err)
 		}
-		if info.Metadata["node"] != "n1" || len(info.Endpoints) != len(wire.Verbs) {
+		if info.Metadata["node"] != "n1" || len(info.Endpoints) != len(wire.Verbs)+len(wire.PodVerbs) {
 			t.Fatalf("info = %+v", info)
 		}
 		if info.Endpoints[0].Subject != wire.CommandSubject("n1", wire.VerbPodsList) {

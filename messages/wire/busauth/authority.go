@@ -347,19 +347,8 @@ func (a *Authority) IssueNode(node string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(a.path(NodesDir), 0o700); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(a.nodeKeysPath(node), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
+	if err := recordKey(a.nodeKeysPath(node), pub); err != nil {
 		return nil, fmt.Errorf("record node key: %w", err)
-	}
-	_, werr := fmt.Fprintln(f, pub)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return nil, fmt.Errorf("record node key: %w", werr)
 	}
 	return creds, nil
 }
@@ -409,9 +398,15 @@ func (a *Authority) NodeCredsPath(node string) string {
 // account JWT and stores it. The caller pushes the new JWT to the servers
 // (PushAccount); until then running servers still accept the node.
 func (a *Authority) RevokeNode(node string) (revoked int, err error) {
-	b, err := readSecret(a.nodeKeysPath(node))
+	return a.revokeKeys(a.nodeKeysPath(node), "node", node)
+}
+
+// revokeKeys revokes every key listed in the keys file of a node or
+// operator (what, name) as of now, and stores the account JWT.
+func (a *Authority) revokeKeys(keysPath, what, name string) (revoked int, err error) {
+	b, err := readSecret(keysPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("node %q: no credentials were issued from %s", node, a.Dir)
+		return 0, fmt.Errorf("%s %q: no credentials were issued from %s", what, name, a.Dir)
 	}
 	if err != nil {
 		return 0, err

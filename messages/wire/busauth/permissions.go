@@ -74,16 +74,23 @@ func NodePermissions(node string) jwt.Permissions {
 		wire.StatusSubjectPrefix+"."+n+".>",
 		wire.EventSubjectPrefix+"."+n+".>",
 	)
-	p.Sub.Allow.Add(
-		NodeInboxPrefix(node)+".>",
-		wire.CommandSubjectPrefix+"."+n+".>",
-		// micro discovery: $SRV.PING, $SRV.PING.actorlet-node, $SRV.PING.actorlet-node.<id> (and INFO, STATS).
-		"$SRV.*",
-		"$SRV.*."+wire.CommandServiceName,
-		"$SRV.*."+wire.CommandServiceName+".*",
-	)
+	p.Sub.Allow.Add(NodeInboxPrefix(node) + ".>")
+	p.Sub.Allow.Add(nodeCommandSubjects(node)...)
 	p.Resp = &jwt.ResponsePermission{MaxMsgs: -1, Expires: ResponseWindow}
 	return p
+}
+
+// nodeCommandSubjects are what a node (or an edge node's uplink) receives
+// to serve its commands: its own command subjects and nats micro
+// discovery ($SRV.PING, $SRV.PING.actorlet-node, $SRV.PING.actorlet-node.<id>,
+// and INFO, STATS).
+func nodeCommandSubjects(node string) []string {
+	return []string{
+		wire.CommandSubjectPrefix + "." + EncodeToken(node) + ".>",
+		"$SRV.*",
+		"$SRV.*." + wire.CommandServiceName,
+		"$SRV.*." + wire.CommandServiceName + ".*",
+	}
 }
 
 // NodeInboxPrefix is the inbox prefix a node's connection uses

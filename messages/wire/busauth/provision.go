@@ -79,11 +79,31 @@ func EnsureNodeObjectConsumers(ctx context.Context, js jetstream.JetStream, node
 
 func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[string]jetstream.ConsumerConfig) error {
 	for stream, cfg := range consumers {
-		c, err := js.Consumer(ctx, stream, cfg.Durable)
+		// Pull consumers for nodes, push consumers (a deliver subject) for
+		// stream sources; jetstream looks each kind up separately.
+		push := cfg.DeliverSubject != ""
+		var have *jetstream.ConsumerInfo
+		var err error
+		if push {
+			var c jetstream.PushConsumer
+			if c, err = js.PushConsumer(ctx, stream, cfg.Durable); err == nil {
+				have = c.CachedInfo()
+			}
+		} else {
+			var c jetstream.Consumer
+			if c, err = js.Consumer(ctx, stream, cfg.Durable); err == nil {
+				have = c.CachedInfo()
+			}
+		}
 		if err == nil {
-			if have := c.CachedInfo().Config; !sameFilters(have.FilterSubjects, have.FilterSubject, cfg.FilterSubjects) ||
-				have.DeliverPolicy != cfg.DeliverPolicy || have.AckPolicy != cfg.AckPolicy || have.DeliverSubject != "" {
-				if _, err := js.UpdateConsumer(ctx, stream, cfg); err != nil {
+			if h := have.Config; !sameFilters(h.FilterSubjects, h.FilterSubject, cfg.FilterSubjects) ||
+				h.DeliverPolicy != cfg.DeliverPolicy || h.AckPolicy != cfg.AckPolicy || h.DeliverSubject != cfg.DeliverSubject {
+				if push {
+					_, err = js.UpdatePushConsumer(ctx, stream, cfg)
+				} else {
+					_, err = js.UpdateConsumer(ctx, stream, cfg)
+				}
+				if err != nil {
 					return fmt.Errorf("consumer %s on %s has the wrong settings and cannot be updated: %w", cfg.Durable, stream, err)
 				}
 			}
@@ -95,7 +115,12 @@ func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[
 			}
 			return fmt.Errorf("look up consumer %s on %s: %w", cfg.Durable, stream, err)
 		}
-		if _, err := js.CreateConsumer(ctx, stream, cfg); err != nil {
+		if push {
+			_, err = js.CreatePushConsumer(ctx, stream, cfg)
+		} else {
+			_, err = js.CreateConsumer(ctx, stream, cfg)
+		}
+		if err != nil {
 			if errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
 				return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, wire.ErrNotProvisioned)
 			}

@@ -3,7 +3,6 @@ package busauth_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"os"
 	"strings"
@@ -40,47 +39,12 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// violations collects the server's permission violations for a connection.
-type violations struct {
-	mu   sync.Mutex
-	errs []string
-	ch   chan string
-}
-
-func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
-	if errors.Is(err, nats.ErrPermissionViolation) || strings.Contains(err.Error(), "Permissions Violation") {
-		v.mu.Lock()
-		v.errs = append(v.errs, err.Error())
-		v.mu.Unlock()
-		select {
-		case v.ch <- err.Error():
-		default:
-		}
-	}
-}
-
-// expect waits for a violation naming subject (the server sends one for
-// each refused publish or subscription).
-func (v *violations) expect(t *testing.T, subject string) {
-	t.Helper()
-	testutil.Until(t, 10*time.Second, "a permissions violation for "+subject, func() bool {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		for _, e := range v.errs {
-			if strings.Contains(e, `"`+subject+`"`) {
-				return true
-			}
-		}
-		return false
-	})
-}
-
 // nodeConn is a raw client with node's credentials and inbox prefix.
-func nodeConn(t *testing.T, srv *bustest.Server, node string) (*nats.Conn, jetstream.JetStream, *violations) {
+func nodeConn(t *testing.T, srv *bustest.Server, node string) (*nats.Conn, jetstream.JetStream, *bustest.Violations) {
 	t.Helper()
 	creds := srv.NodeCreds(t, node)
-	v := &violations{ch: make(chan string, 100)}
-	nc, err := bustest.Dial(t, srv, nats.UserCredentials(creds), nats.CustomInboxPrefix(busauth.NodeInboxPrefix(node)), nats.ErrorHandler(v.handler))
+	v := &bustest.Violations{}
+	nc, err := bustest.Dial(t, srv, nats.UserCredentials(creds), nats.CustomInboxPrefix(busauth.NodeInboxPrefix(node)), nats.ErrorHandler(v.Handler))
 	if err != nil {
 		t.Fatalf("connect as %s: %v", node, err)
 	}
@@ -159,17 +123,17 @@ func TestNodeIsolation(t *testing.T) {
 	if _, err := nc.Request("$JS.API.DIRECT.GET."+busauth.DesiredStream+".$KV."+wire.DesiredBucket+"."+wire.DesiredNodeKey("n2", "default", "secret"), nil, denyWait); err == nil {
 		t.Error("n1 read n2's desired key by direct get")
 	}
-	v.expect(t, "$JS.API.DIRECT.GET."+busauth.DesiredStream+".$KV."+wire.DesiredBucket+"."+wire.DesiredNodeKey("n2", "default", "secret"))
+	v.Expect(t, "$JS.API.DIRECT.GET."+busauth.DesiredStream+".$KV."+wire.DesiredBucket+"."+wire.DesiredNodeKey("n2", "default", "secret"))
 	if _, err := nc.Request("$JS.API.STREAM.MSG.GET."+busauth.DesiredStream, []byte(`{"last_by_subj":"$KV.actorlet_desired.node.n2.default.secret"}`), denyWait); err == nil {
 		t.Error("n1 read n2's desired key by message get")
 	}
-	v.expect(t, "$JS.API.STREAM.MSG.GET."+busauth.DesiredStream)
+	v.Expect(t, "$JS.API.STREAM.MSG.GET."+busauth.DesiredStream)
 	dctx, cancel := context.WithTimeout(ctx, denyWait)
 	if _, err := bus.ConsumerKeys(dctx, js, wire.DesiredBucket, wire.NodeDesiredConsumer("n2")); err == nil {
 		t.Error("n1 read n2's consumer")
 	}
 	cancel()
-	v.expect(t, "$JS.API.CONSUMER.INFO."+busauth.DesiredStream+"."+wire.NodeDesiredConsumer("n2"))
+	v.Expect(t, "$JS.API.CONSUMER.INFO."+busauth.DesiredStream+"."+wire.NodeDesiredConsumer("n2"))
 	if _, err := nc.Request("$JS.API.CONSUMER.MSG.NEXT."+busauth.DesiredStream+"."+wire.NodeDesiredConsumer("n2"), []byte(`{"batch":10}`), denyWait); err == nil {
 		t.Error("n1 pulled from n2's consumer")
 	}
@@ -191,25 +155,25 @@ func TestNodeIsolation(t *testing.T) {
 		if _, err := nc.Request("$JS.API.DIRECT.GET."+stream+"."+theirs, nil, denyWait); err == nil {
 			t.Errorf("n1 read n2's %s key by direct get", bucket)
 		}
-		v.expect(t, "$JS.API.DIRECT.GET."+stream+"."+theirs)
+		v.Expect(t, "$JS.API.DIRECT.GET."+stream+"."+theirs)
 		if _, err := nc.Request("$JS.API.DIRECT.GET."+stream, []byte(`{"last_by_subj":"`+theirs+`"}`), denyWait); err == nil {
 			t.Errorf("n1 read n2's %s key by direct get with a body", bucket)
 		}
-		v.expect(t, "$JS.API.DIRECT.GET."+stream)
+		v.Expect(t, "$JS.API.DIRECT.GET."+stream)
 		if _, err := nc.Request("$JS.API.STREAM.MSG.GET."+stream, []byte(`{"last_by_subj":"`+theirs+`"}`), denyWait); err == nil {
 			t.Errorf("n1 read n2's %s key by message get", bucket)
 		}
-		v.expect(t, "$JS.API.STREAM.MSG.GET."+stream)
+		v.Expect(t, "$JS.API.STREAM.MSG.GET."+stream)
 		octx, cancel := context.WithTimeout(ctx, denyWait)
 		if _, err := bus.ConsumerKeys(octx, js, bucket, wire.NodeObjectConsumer("n2")); err == nil {
 			t.Errorf("n1 read n2's %s consumer", bucket)
 		}
 		cancel()
-		v.expect(t, "$JS.API.CONSUMER.INFO."+stream+"."+wire.NodeObjectConsumer("n2"))
+		v.Expect(t, "$JS.API.CONSUMER.INFO."+stream+"."+wire.NodeObjectConsumer("n2"))
 		if _, err := nc.Request("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+wire.NodeObjectConsumer("n2"), []byte(`{"batch":10}`), denyWait); err == nil {
 			t.Errorf("n1 pulled from n2's %s consumer", bucket)
 		}
-		v.expect(t, "$JS.API.CONSUMER.MSG.NEXT."+stream+"."+wire.NodeObjectConsumer("n2"))
+		v.Expect(t, "$JS.API.CONSUMER.MSG.NEXT."+stream+"."+wire.NodeObjectConsumer("n2"))
 		okv, err := js.KeyValue(ctx, bucket)
 		if err != nil {
 			t.Fatalf("n1 binds to %s: %v", bucket, err)
@@ -232,7 +196,7 @@ func TestNodeIsolation(t *testing.T) {
 		if err == nil {
 			t.Errorf("n1 created a consumer on %s", stream)
 		}
-		v.expect(t, "$JS.API.CONSUMER.CREATE."+stream+".evil.$KV."+bucket+".>")
+		v.Expect(t, "$JS.API.CONSUMER.CREATE."+stream+".evil.$KV."+bucket+".>")
 	}
 
 	// No consumer of its own making: not the ordered one a KV watch
@@ -261,7 +225,7 @@ func TestNodeIsolation(t *testing.T) {
 	if err == nil {
 		t.Error("n1 created a push consumer delivering to n2's exec subject")
 	}
-	v.expect(t, "$JS.API.CONSUMER.CREATE."+busauth.DesiredStream+".evil.$KV."+wire.DesiredBucket+".>")
+	v.Expect(t, "$JS.API.CONSUMER.CREATE."+busauth.DesiredStream+".evil.$KV."+wire.DesiredBucket+".>")
 	if names := consumerNames(t, admin); len(names) != 2*4 {
 		t.Errorf("consumers on the server: %v, want only the 8 provisioned ones", names)
 	}
@@ -275,7 +239,7 @@ func TestNodeIsolation(t *testing.T) {
 		t.Error("n1 wrote n2's status")
 	}
 	cancel()
-	v.expect(t, "$KV."+wire.StatusBucket+"."+wire.StatusKey("n2", "default", "secret"))
+	v.Expect(t, "$KV."+wire.StatusBucket+"."+wire.StatusKey("n2", "default", "secret"))
 	for _, subj := range []string{
 		"$KV." + wire.DesiredBucket + "." + wire.DesiredNodeKey("n2", "default", "evil"),
 		"$KV." + wire.DesiredBucket + "." + wire.DesiredFleetKey("default", "evil"),
@@ -287,7 +251,7 @@ func TestNodeIsolation(t *testing.T) {
 		if err := nc.Publish(subj, []byte(`{"name":"x","command":["id"]}`)); err != nil {
 			t.Fatal(err)
 		}
-		v.expect(t, subj)
+		v.Expect(t, subj)
 	}
 	status, err := admin.JS.KeyValue(ctx, wire.StatusBucket)
 	if err != nil {
@@ -302,7 +266,7 @@ func TestNodeIsolation(t *testing.T) {
 		if _, err := nc.SubscribeSync(subj); err != nil {
 			t.Fatal(err)
 		}
-		v.expect(t, subj)
+		v.Expect(t, subj)
 	}
 }
 
@@ -521,5 +485,84 @@ func TestNodeAcceptsHandMadeBuckets(t *testing.T) {
 	}
 	if err := busauth.EnsureNodeConsumers(ctx, node.JS, "n1"); err != nil {
 		t.Fatalf("EnsureNodeConsumers with node credentials on provisioned consumers: %v", err)
+	}
+}
+
+// TestEdgeUplinkPinnedLikeANode: with an edge node's uplink credentials
+// (used here as a client's: the same subjects it may send into the hub),
+// every write outside its own keys, status and events is refused by the
+// hub — its own included, since an edge's keys reach the hub only through
+// the hub's sources — and so is every JetStream API request but the resets
+// of its own consumers. (The same credentials carry a real edge's uplink
+// in test/integration/cluster: TestEdgeNodePartition,
+// TestEdgeObjectsAndEvents.)
+func TestEdgeUplinkPinnedLikeANode(t *testing.T) {
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
+	admin := bustest.ConnectWithProtocol(t, srv)
+	seed(t, admin)
+	creds, err := srv.Auth.IssueEdgeUplink("e1", "hub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/e1.uplink.creds"
+	if err := busauth.WriteCreds(path, creds); err != nil {
+		t.Fatal(err)
+	}
+	v := &bustest.Violations{}
+	nc, err := bustest.Dial(t, srv, nats.UserCredentials(path), nats.ErrorHandler(v.Handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subj := range []string{
+		"$KV." + wire.DesiredBucket + ".node.e1.default.x", "$KV." + wire.DesiredBucket + ".node.n2.default.x", "$KV." + wire.DesiredBucket + ".fleet.default.x",
+		"$KV." + wire.StatusBucket + ".e1.default.x", "$KV." + wire.StatusBucket + ".n2.default.x",
+		"$KV." + wire.NodesBucket + ".e1", "$KV." + wire.NodesBucket + ".n2",
+		"$KV." + wire.SecretsBucket + ".fleet.default.x", "$KV." + wire.ConfigMapsBucket + ".node.e1.default.x",
+		"actorlet.events.e1.default.x", "actorlet.events.n2.default.x", "actorlet.status.n2.default.x",
+		wire.EdgeUpSubject("n2", busauth.StatusStream), wire.EdgeDownSubject("e1", busauth.DesiredStream),
+		wire.CommandSubject("n2", wire.VerbExec), wire.CommandSubject("e1", wire.VerbExec),
+		"$JS.API.CONSUMER.CREATE." + busauth.DesiredStream, "$JS.hub.API.CONSUMER.CREATE." + busauth.DesiredStream + ".x",
+		"$JS.hub.API.STREAM.MSG.GET." + busauth.DesiredStream, "$JS.API.STREAM.MSG.GET." + busauth.DesiredStream,
+		"$JS.hub.API.DIRECT.GET." + busauth.DesiredStream + ".$KV." + wire.DesiredBucket + ".node.n2.default.secret",
+		"$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.EdgeConsumer("n2"),
+		"$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.NodeDesiredConsumer("n1"),
+		"$JS.hub.API.STREAM.UPDATE." + busauth.StatusStream,
+	} {
+		if err := nc.Publish(subj, []byte(`{"evil":true}`)); err != nil {
+			t.Fatal(err)
+		}
+		v.Expect(t, subj)
+	}
+	for _, subj := range []string{"$KV.>", "_INBOX.>", wire.CommandSubject("n2", ">"), wire.EdgeDownSubject("n2", busauth.DesiredStream), "actorlet.events.>"} {
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+		v.Expect(t, subj)
+	}
+	// What it is for: its own deliveries up, the resets of its own
+	// consumers (the hub answers those).
+	allowed := []string{wire.EdgeUpSubject("e1", busauth.StatusStream), "$JS.hub.API.CONSUMER.RESET." + busauth.DesiredStream + "." + wire.EdgeConsumer("e1"),
+		"_INBOX.abc.1", busauth.OperatorInboxPrefix("alice") + ".abc.1"} // command answers (no allow_responses across a leaf)
+	for _, subj := range allowed {
+		if err := nc.Publish(subj, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(denyWait) // a violation would have arrived by now
+	for _, subj := range allowed {
+		if v.Has(subj) {
+			t.Errorf("%s refused", subj)
+		}
+	}
+	// Nothing was written.
+	kv, err := admin.JS.KeyValue(testCtx(t), wire.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(testCtx(t), "node.n2.default.x"); err == nil {
+		t.Fatal("the uplink wrote a desired key")
 	}
 }

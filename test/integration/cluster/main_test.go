@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"
 )
@@ -14,6 +15,7 @@ import (
 var ctlBinary string
 
 func TestMain(m *testing.M) {
+	procruntime.MaybeRunShim() // the process runtime's shim (TestEdgeCommandsThroughUplink)
 	flag.Parse()
 	testutil.QuietKlog("")
 	os.Exit(testenv.RunWithActorletctl(m, &ctlBinary))
