@@ -191,7 +191,9 @@ func TestTerminalPodOnFirstSightStartsNothing(t *testing.T) {
 func TestTerminalPhaseFromRuntimeTerminatesWithoutSyncing(t *testing.T) {
 	h := newHarness(t, "u1")
 	h.rt.SetPhase("u1", v1.PodSucceeded)
-	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	p := testPod("u1", 1, nil)
+	p.Spec.RestartPolicy = v1.RestartPolicyNever // a pod that may succeed
+	h.send(upd(messages.SyncPodCreate, p))
 	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
 	if n := h.rt.Count(fake.OpSyncPod); n != 0 {
 		t.Fatalf("SyncPod calls = %d, want none for a terminal pod", n)
@@ -448,6 +450,7 @@ func completed(t *testing.T) (*harness, *v1.Pod) {
 	h := newHarness(t, "u1")
 	h.rt.SetPhase("u1", v1.PodSucceeded)
 	p := testPod("u1", 1, nil)
+	p.Spec.RestartPolicy = v1.RestartPolicyNever // a pod that may succeed
 	h.send(upd(messages.SyncPodCreate, p))
 	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
 	return h, p

@@ -277,7 +277,7 @@ func TestPodAddedAgainWhileTerminatingRestartsAfterPurge(t *testing.T) {
 func TestFinishedPodStaysDoneWhileStillListed(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.SetPhase("a", v1.PodSucceeded)
-	h.add(newPod("a", "a", 1))
+	h.add(jobPod(newPod("a", "a", 1)))
 	eventually(t, "finished", func() bool { return finished(h, "a") })
 	h.housekeep()
 	h.housekeep()
@@ -417,7 +417,7 @@ func TestPurgedPodsAreCleanedUpInParallel(t *testing.T) {
 func TestFinishedPodDeletedIsPublishedThenPurgedOnRemove(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.SetPhase("a", v1.PodSucceeded)
-	p := newPod("a", "a", 1)
+	p := jobPod(newPod("a", "a", 1))
 	h.add(p)
 	eventually(t, "finished", func() bool { return finished(h, "a") })
 	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 30)}, Source: messages.SourceRemote})
@@ -444,7 +444,7 @@ func TestFinishedPodDeletedIsPublishedThenPurgedOnRemove(t *testing.T) {
 func TestFinishedPodRemovedAndAddedAgainRunsAfterCleanup(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.SetPhase("a", v1.PodSucceeded)
-	p := newPod("a", "a", 1)
+	p := jobPod(newPod("a", "a", 1))
 	h.add(p)
 	eventually(t, "finished", func() bool { return finished(h, "a") })
 	release := h.rt.Hold(fake.OpCleanupPod)
