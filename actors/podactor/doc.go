@@ -10,7 +10,8 @@
 //	        ┌─────────┐─┘
 //	start ─▶│ syncing │
 //	        └─────────┘
-//	             │ deletion timestamp, terminal phase, Kill, orphan,
+//	             │ deletion timestamp, terminal phase (a sync's, or the
+//	             │ pod's status: the last one published), Kill, orphan,
 //	             │ active deadline passed
 //	             ▼
 //	      ┌─────────────┐  shorter grace: cancel the kill, run it again

@@ -8,6 +8,7 @@ import (
 	"github.com/actorlet/actorlet/actors/actorutil"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // syncDone finishes a sync: the parts learn its result (probes first, so
@@ -74,6 +75,11 @@ func (a *podActor) terminatedDone(ctx actor.Context, m *workDone) {
 			final = *m.apiStatus
 		}
 		final.Status = terminalStatus(final.Status, a.lastPhase, a.kill)
+		if prior := a.pod.Status; podrules.IsTerminal(prior.Phase) && final.Status.Reason == "" && final.Status.Message == "" {
+			// Terminal before this worker (the last status published, from
+			// before an agent restart): its reason stays.
+			final.Status.Reason, final.Status.Message = prior.Reason, prior.Message
+		}
 		a.final = &final
 		ctx.Send(ctx.Parent(), computed(a.pod, a.final))
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
@@ -27,6 +28,11 @@ import (
 //
 // Entries at or below a key's last applied revision are replays (after a
 // re-watch) and change nothing.
+//
+// A delivered pod carries a status as the API server's copy does: none,
+// except a terminal one this node published for the same UID (read when
+// the key is first seen in this run: an agent restart must not run a
+// Failed or Succeeded pod again), kept on every update of that UID.
 func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (messages.Op, *v1.Pod, bool) {
 	key := e.Key()
 	if e.Revision() <= s.revs[key] {
@@ -69,6 +75,12 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		s.clearRejected(ctx, key)
 		s.clearFailedStatus(ctx, dk)
 	}
+	switch {
+	case old == nil:
+		s.lastTerminalStatus(ctx, dk, pod)
+	case old.UID == pod.UID:
+		pod.Status = old.Status
+	}
 	s.delivered[key] = pod
 	switch {
 	case old == nil:
@@ -101,4 +113,23 @@ func (s *Source) forceDeleted(old *v1.Pod) *v1.Pod {
 	zero := int64(0)
 	p.DeletionGracePeriodSeconds = &zero
 	return p
+}
+
+// lastTerminalStatus gives pod, seen first in this run, the status this node
+// last published for it when that is terminal (Succeeded or Failed) and of
+// the same UID: the pod's worker then starts terminal and never runs it
+// again. A FailedValidation status is the source's own, not the pod's. When
+// the entry cannot be read the pod is delivered without a status.
+func (s *Source) lastTerminalStatus(ctx context.Context, dk wire.DesiredKey, pod *v1.Pod) {
+	prev, err := s.cfg.Statuses.Read(ctx, dk.Namespace, dk.Name)
+	if err != nil {
+		klog.ErrorS(err, "Reading the last status of a desired pod failed", "pod", klog.KObj(pod), "podUID", pod.UID)
+		return
+	}
+	if prev == nil || prev.UID != pod.UID || !podrules.IsTerminal(prev.Status.Phase) || prev.Status.Reason == FailedValidationReason {
+		return
+	}
+	klog.V(2).InfoS("Desired pod already terminal on this node", "pod", klog.KObj(pod), "podUID", pod.UID,
+		"phase", prev.Status.Phase, "reason", prev.Status.Reason)
+	pod.Status = prev.Status
 }
