@@ -21,6 +21,7 @@ import (
 //	delivered  ──put, spec changed──►    delivered   UPDATE
 //	delivered  ──put, deletionTimestamp► delivered   DELETE (graceful)
 //	delivered  ──put, another UID──►     delivered   REMOVE (old, grace 0), ADD (new)
+//	delivered  ──put, deletion dropped─► delivered   REMOVE (old, grace 0), ADD (re-applied)
 //	delivered  ──delete/purge──►         (none)      REMOVE (grace 0)
 //	delivered  ──put, selector misses──► (none)      REMOVE (fleet pods)
 //	any        ──put invalid──►          rejected    (reported; a delivered pod keeps its last valid spec)
@@ -75,10 +76,11 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		s.clearRejected(ctx, key)
 		s.clearFailedStatus(ctx, dk)
 	}
+	reapplied := old != nil && old.UID == pod.UID && old.DeletionTimestamp != nil && pod.DeletionTimestamp == nil
 	switch {
 	case old == nil:
 		s.lastTerminalStatus(ctx, dk, pod)
-	case old.UID == pod.UID:
+	case old.UID == pod.UID && !reapplied:
 		pod.Status = old.Status
 	}
 	s.delivered[key] = pod
@@ -92,6 +94,14 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		// UID change in place): as the kubelet does for a new UID, the old
 		// pod is gone at once and the new one is a new pod.
 		klog.InfoS("Desired pod replaced by a pod with another UID", "key", key, "pod", klog.KObj(pod), "oldUID", old.UID, "podUID", pod.UID)
+		s.send(messages.OpRemove, s.forceDeleted(old))
+		return messages.OpAdd, pod, true
+	case reapplied:
+		// Applied again while being deleted (the UID kept, the deletion
+		// timestamp gone): the operator wins, as Finalize lets them. The
+		// pod's worker is stopping or done and a UID never runs again once
+		// terminating, so the pod goes (at once) and comes back as new.
+		klog.InfoS("Desired pod re-applied while being deleted, starting it again", "key", key, "pod", klog.KObj(pod), "podUID", pod.UID)
 		s.send(messages.OpRemove, s.forceDeleted(old))
 		return messages.OpAdd, pod, true
 	case pod.DeletionTimestamp != nil:

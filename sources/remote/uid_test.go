@@ -55,7 +55,9 @@ func TestUIDChangeIsRemoveThenAddAndKeyDeletionIsGraceZero(t *testing.T) {
 // server's copy) is terminal for the same UID is delivered with it when
 // first seen, so an agent restart does not run it again; the status stays
 // on its updates. Another UID, a status not terminal and the source's own
-// FailedValidation status give nothing.
+// FailedValidation status give nothing. A pod applied again while being
+// deleted (the UID kept, the deletion timestamp gone) goes and comes back as
+// new, without a status.
 func TestTerminalStatusOfTheSameUIDIsKept(t *testing.T) {
 	e := newEnv(t)
 	kv, err := e.conn.JS.KeyValue(e.ctx, wire.StatusBucket)
@@ -107,5 +109,16 @@ func TestTerminalStatusOfTheSameUIDIsKept(t *testing.T) {
 	e.put(t, key, podJSON(t, "default", "evicted", "nginx:1.28", withUID("uid-e"), deleting(ptr(int64(30)))))
 	if u := c.waitUpdates(t, 3)[2]; u.Op != messages.OpDelete || u.Pods[0].Status.Phase != v1.PodFailed {
 		t.Fatalf("deletion %v, want a DELETE keeping phase Failed", u)
+	}
+	e.put(t, key, podJSON(t, "default", "evicted", "nginx:1.28", withUID("uid-e")))
+	got := c.waitUpdates(t, 5)
+	if got[3].Op != messages.OpRemove || got[4].Op != messages.OpAdd || got[4].Pods[0].UID != "uid-e" {
+		t.Fatalf("re-applied while being deleted: %v, %v; want REMOVE then ADD of uid-e", got[3], got[4])
+	}
+	if g := got[3].Pods[0].DeletionGracePeriodSeconds; g == nil || *g != 0 {
+		t.Errorf("REMOVE of the re-applied pod: grace %v, want 0", g)
+	}
+	if p := got[4].Pods[0]; p.DeletionTimestamp != nil || p.Status.Phase != "" {
+		t.Errorf("ADD of the re-applied pod: deletion %v, phase %q; want a new pod", p.DeletionTimestamp, p.Status.Phase)
 	}
 }
