@@ -31,9 +31,12 @@ import (
 // re-watch) and change nothing.
 //
 // A delivered pod carries a status as the API server's copy does: none,
-// except a terminal one this node published for the same UID (read when
-// the key is first seen in this run: an agent restart must not run a
-// Failed or Succeeded pod again), kept on every update of that UID.
+// except a terminal one this node published for the same UID before this
+// run (read for the keys of the first snapshot: an agent restart must not
+// run a Failed or Succeeded pod again), kept on every update of that UID.
+// Keys first seen later have no entry from before this run (the first SET
+// prunes them), and an entry written in this run for a key deleted since is
+// an old life's, whose removal may still be on its way.
 func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (messages.Op, *v1.Pod, bool) {
 	key := e.Key()
 	if e.Revision() <= s.revs[key] {
@@ -79,7 +82,9 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 	reapplied := old != nil && old.UID == pod.UID && old.DeletionTimestamp != nil && pod.DeletionTimestamp == nil
 	switch {
 	case old == nil:
-		s.lastTerminalStatus(ctx, dk, pod)
+		if !s.sentSet {
+			s.lastTerminalStatus(ctx, dk, pod)
+		}
 	case old.UID == pod.UID && !reapplied:
 		pod.Status = old.Status
 	}
@@ -125,11 +130,12 @@ func (s *Source) forceDeleted(old *v1.Pod) *v1.Pod {
 	return p
 }
 
-// lastTerminalStatus gives pod, seen first in this run, the status this node
-// last published for it when that is terminal (Succeeded or Failed) and of
-// the same UID: the pod's worker then starts terminal and never runs it
-// again. A FailedValidation status is the source's own, not the pod's. When
-// the entry cannot be read the pod is delivered without a status.
+// lastTerminalStatus gives pod, in the first snapshot of this run, the
+// status this node last published for it when that is terminal (Succeeded
+// or Failed) and of the same UID: the pod's worker then starts terminal and
+// never runs it again. A FailedValidation status is the source's own, not
+// the pod's. When the entry cannot be read the pod is delivered without a
+// status.
 func (s *Source) lastTerminalStatus(ctx context.Context, dk wire.DesiredKey, pod *v1.Pod) {
 	prev, err := s.cfg.Statuses.Read(ctx, dk.Namespace, dk.Name)
 	if err != nil {
