@@ -10,6 +10,7 @@ type (
 	Pod             = container.Pod
 	ContainerStatus = container.ContainerStatus
 	PodStatus       = container.PodStatus
+	APIPodStatus    = container.APIPodStatus
 )
 
 const (

@@ -56,10 +56,14 @@ type PodSyncCompleted struct {
 }
 
 // PodStatusComputed carries the status a pod actor derived from the runtime
-// after a sync, before probe readiness is applied by the status actor.
+// after a sync: what the runtime manager read (container statuses, IPs,
+// start time) with the phase set, before the status actor applies probe
+// readiness and computes the conditions. SandboxReady is the runtime fact
+// behind PodReadyToStartContainers.
 type PodStatusComputed struct {
-	Pod    *v1.Pod
-	Status v1.PodStatus
+	Pod          *v1.Pod
+	Status       v1.PodStatus
+	SandboxReady bool
 }
 
 // PodRejected records an admission failure: the pod gets phase Failed

@@ -44,8 +44,8 @@ type podActor struct {
 	lastSyncTime  time.Time
 	lastSyncError string
 	lastPhase     v1.PodPhase
-	lastStatus    *v1.PodStatus // the last status reported, nil before the first
-	final         *v1.PodStatus // the final status, once finished (nil for an orphan)
+	lastStatus    *cri.APIPodStatus // the last status reported, nil before the first
+	final         *cri.APIPodStatus // the final status, once finished (nil for an orphan)
 	nextSyncTime  time.Time
 	actorRestarts int
 }

@@ -188,10 +188,36 @@ func TestTerminalPodOnFirstSightStartsNothing(t *testing.T) {
 	}
 }
 
+// A pod whose status is already terminal (the last published one, from
+// before an agent restart) while something of it still runs is torn down,
+// never synced, as the kubelet's pod workers do; its final status keeps the
+// phase and reason it had, whatever the runtime's containers say.
+func TestTerminalPodOnFirstSightWithSomethingRunningIsKilled(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
+	p := testPod("u1", 1, nil) // restartPolicy Always: the runtime says Running
+	p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: "node pressure"}
+	h.send(upd(messages.SyncPodCreate, p))
+	if last := killedWithoutSync(t, h); last.Phase != v1.PodFailed || last.Reason != "Evicted" || last.Message != "node pressure" {
+		t.Fatalf("final status %s %q %q, want Failed Evicted", last.Phase, last.Reason, last.Message)
+	}
+}
+
 func TestTerminalPhaseFromRuntimeTerminatesWithoutSyncing(t *testing.T) {
 	h := newHarness(t, "u1")
 	h.rt.SetPhase("u1", v1.PodSucceeded)
-	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	p := testPod("u1", 1, nil)
+	p.Spec.RestartPolicy = v1.RestartPolicyNever // a pod that may succeed
+	h.send(upd(messages.SyncPodCreate, p))
+	if last := killedWithoutSync(t, h); last.Phase != v1.PodSucceeded {
+		t.Fatalf("final phase = %s, want Succeeded", last.Phase)
+	}
+}
+
+// killedWithoutSync waits until the worker finished having killed the pod
+// once and never synced it, and returns its final status.
+func killedWithoutSync(t *testing.T, h *harness) v1.PodStatus {
+	t.Helper()
 	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
 	if n := h.rt.Count(fake.OpSyncPod); n != 0 {
 		t.Fatalf("SyncPod calls = %d, want none for a terminal pod", n)
@@ -200,9 +226,7 @@ func TestTerminalPhaseFromRuntimeTerminatesWithoutSyncing(t *testing.T) {
 		t.Fatalf("KillPod calls = %d, want 1", n)
 	}
 	st := messagesOf[*messages.PodStatusComputed](h)
-	if last := st[len(st)-1]; last.Status.Phase != v1.PodSucceeded {
-		t.Fatalf("final phase = %s, want Succeeded", last.Status.Phase)
-	}
+	return st[len(st)-1].Status
 }
 
 func TestOrphanIsOnlyKilledWithGraceOneSecond(t *testing.T) {
@@ -448,6 +472,7 @@ func completed(t *testing.T) (*harness, *v1.Pod) {
 	h := newHarness(t, "u1")
 	h.rt.SetPhase("u1", v1.PodSucceeded)
 	p := testPod("u1", 1, nil)
+	p.Spec.RestartPolicy = v1.RestartPolicyNever // a pod that may succeed
 	h.send(upd(messages.SyncPodCreate, p))
 	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
 	return h, p

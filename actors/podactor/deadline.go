@@ -98,7 +98,11 @@ func (d *activeDeadline) stopTimer() {
 // pod terminal; a deadline already past kills the pod at once. It runs
 // after every such sync, so a changed activeDeadlineSeconds takes effect.
 func (a *podActor) armDeadline(ctx actor.Context) {
-	if a.deadline.synced(a.cfg.Clock, a.pod, a.lastStatus, a.lastSyncTime, actorutil.To(ctx)) {
+	var last *v1.PodStatus
+	if a.lastStatus != nil {
+		last = &a.lastStatus.Status
+	}
+	if a.deadline.synced(a.cfg.Clock, a.pod, last, a.lastSyncTime, actorutil.To(ctx)) {
 		a.exceedDeadline(ctx)
 	}
 }

@@ -10,7 +10,8 @@
 //	        ┌─────────┐─┘
 //	start ─▶│ syncing │
 //	        └─────────┘
-//	             │ deletion timestamp, terminal phase, Kill, orphan,
+//	             │ deletion timestamp, terminal phase (a sync's, or the
+//	             │ pod's status: the last one published), Kill, orphan,
 //	             │ active deadline passed
 //	             ▼
 //	      ┌─────────────┐  shorter grace: cancel the kill, run it again
@@ -42,7 +43,10 @@
 //
 // The actor tells its parent PodWorkerStateChanged on every state change,
 // PodSyncCompleted after every unit of work (with the requeue interval) and
-// PodStatusComputed with the status derived from the runtime. After a panic,
+// PodStatusComputed with the status derived from the runtime (what the
+// runtime manager's ConvertPodStatus read, with the phase of
+// podrules.PodPhase: a terminal one moves the pod to Terminating; the
+// conditions are the status actor's). After a panic,
 // supervision restarts the actor with an empty memory: it asks its parent for
 // the desired pod (GetDesiredPod) and rebuilds from the runtime.
 package podactor

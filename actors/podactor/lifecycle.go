@@ -100,8 +100,8 @@ func (a *podActor) updateFinished(ctx actor.Context, u *messages.SyncPod) {
 	}
 	a.record(u)
 	klog.V(2).InfoS("Finished pod changed, publishing it with its final status", "pod", klog.KObj(a.pod), "podUID", a.uid,
-		"deleting", a.pod.DeletionTimestamp != nil, "phase", a.final.Phase)
-	ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: *a.final})
+		"deleting", a.pod.DeletionTimestamp != nil, "phase", a.final.Status.Phase)
+	ctx.Send(ctx.Parent(), computed(a.pod, a.final))
 }
 
 // requestRestart records that the UID was added again while the worker
@@ -176,7 +176,7 @@ func (a *podActor) becomeTerminating(ctx actor.Context, kill *messages.KillOptio
 	if a.pod != nil && a.pod.DeletionTimestamp != nil && a.lastStatus != nil {
 		// Show the deletion at once (operators see "Terminating"), not only
 		// when the kill, which may take the whole grace period, is done.
-		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: *a.lastStatus})
+		ctx.Send(ctx.Parent(), computed(a.pod, a.lastStatus))
 	}
 }
 

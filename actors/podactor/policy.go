@@ -75,9 +75,13 @@ func shortest(current *int64, g int64) int64 {
 }
 
 // requestsTermination reports whether an update, seen while syncing, makes
-// the pod terminate: an explicit kill, a deletion timestamp, or an orphan.
+// the pod terminate: an explicit kill, a deletion timestamp, an orphan, or
+// a terminal phase in the pod's status (the last status published, which a
+// source gives a pod terminal before this worker: as the kubelet's pod
+// workers, a pod whose status is terminal is torn down, never run).
 func requestsTermination(u *messages.SyncPod) bool {
-	return u.UpdateType == messages.SyncPodKill || u.Pod == nil || u.Pod.DeletionTimestamp != nil
+	return u.UpdateType == messages.SyncPodKill || u.Pod == nil || u.Pod.DeletionTimestamp != nil ||
+		podrules.IsTerminal(u.Pod.Status.Phase)
 }
 
 // nothingRunning reports a runtime status with no running container and no

@@ -2,10 +2,13 @@ package podactor
 
 import (
 	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/actors/actorutil"
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // syncDone finishes a sync: the parts learn its result (probes first, so
@@ -16,8 +19,8 @@ func (a *podActor) syncDone(ctx actor.Context, m *workDone) {
 	a.lastSyncTime = a.cfg.Clock.Now()
 	phaseChanged := false
 	if m.apiStatus != nil {
-		phaseChanged = m.apiStatus.Phase != a.lastPhase
-		a.lastPhase = m.apiStatus.Phase
+		phaseChanged = m.apiStatus.Status.Phase != a.lastPhase
+		a.lastPhase = m.apiStatus.Status.Phase
 	}
 	a.probes.synced(m.status)
 	if m.err != nil && !m.canceled() {
@@ -67,13 +70,18 @@ func (a *podActor) terminatedDone(ctx actor.Context, m *workDone) {
 		klog.V(4).InfoS("Pod work done", "pod", klog.KObj(a.pod), "podUID", a.uid, "work", m.kind, "waitedForStatus", m.acting.Sub(m.started))
 	}
 	if a.pod != nil {
-		base := a.pod.Status
+		final := cri.APIPodStatus{Status: a.pod.Status}
 		if m.apiStatus != nil {
-			base = *m.apiStatus
+			final = *m.apiStatus
 		}
-		final := terminalStatus(base, a.lastPhase, a.kill)
+		final.Status = terminalStatus(final.Status, a.lastPhase, a.kill)
+		if prior := a.pod.Status; podrules.IsTerminal(prior.Phase) && final.Status.Reason == "" && final.Status.Message == "" {
+			// Terminal before this worker (the last status published, from
+			// before an agent restart): its reason stays.
+			final.Status.Reason, final.Status.Message = prior.Reason, prior.Message
+		}
 		a.final = &final
-		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: final})
+		ctx.Send(ctx.Parent(), computed(a.pod, a.final))
 	}
 	a.state = finished
 	a.notifyState(ctx)
@@ -104,8 +112,13 @@ func (a *podActor) report(ctx actor.Context, m *workDone, phaseChanged bool) {
 	ctx.Send(ctx.Parent(), &messages.PodSyncCompleted{UID: a.uid, UpdateType: ut, Err: errText, Duration: now.Sub(from), RequeueAfter: after})
 	if m.apiStatus != nil && a.pod != nil && !m.canceled() {
 		a.lastStatus = m.apiStatus
-		ctx.Send(ctx.Parent(), &messages.PodStatusComputed{Pod: a.pod, Status: *m.apiStatus})
+		ctx.Send(ctx.Parent(), computed(a.pod, m.apiStatus))
 	}
+}
+
+// computed is the message that reports s as pod's status.
+func computed(pod *v1.Pod, s *cri.APIPodStatus) *messages.PodStatusComputed {
+	return &messages.PodStatusComputed{Pod: pod, Status: s.Status, SandboxReady: s.SandboxReady}
 }
 
 // notifyState tells the parent the worker's state.

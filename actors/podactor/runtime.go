@@ -28,8 +28,10 @@ type Runtime interface {
 	// and clears its crash back-off: the next sync starts a fresh instance at
 	// once (an operator's restart is not a crash).
 	RestartContainer(ctx context.Context, pod *v1.Pod, containerID, containerName string) error
-	// GeneratePodStatus derives the API status of pod from the runtime status.
-	GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodStatus
+	// ConvertPodStatus reads the runtime's part of pod's API status from the
+	// runtime status: container statuses, IPs, start time, and whether the
+	// sandbox is ready; no phase, no condition.
+	ConvertPodStatus(pod *v1.Pod, status *cri.PodStatus) cri.APIPodStatus
 	// GetPodStatus reads the pod's status from the runtime now (after a
 	// sync that changed it, instead of waiting for PLEG's next relist).
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error)

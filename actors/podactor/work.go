@@ -41,9 +41,9 @@ type workDone struct {
 	// worker duration metric counts from here, like the kubelet's, which
 	// excludes the wait for PLEG.
 	acting    time.Time
-	status    *cri.PodStatus // runtime status the work acted on
-	apiStatus *v1.PodStatus  // generated status, nil when none was computed
-	terminal  bool           // sync only: the generated phase is terminal
+	status    *cri.PodStatus    // runtime status the work acted on
+	apiStatus *cri.APIPodStatus // generated status, nil when none was computed
+	terminal  bool              // sync only: the generated phase is terminal
 	err       error
 	panicked  any // the work panicked with this value
 }
@@ -87,16 +87,15 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 		}
 	}
 	r.status = status
-	api := cfg.Runtime.GeneratePodStatus(j.pod, status)
-	r.apiStatus = &api
-	if podrules.IsTerminal(api.Phase) {
+	r.apiStatus = apiStatus(cfg.Runtime, j.pod, status)
+	if podrules.IsTerminal(r.apiStatus.Status.Phase) {
 		r.terminal = true
 		return r
 	}
 	if err := cfg.Runtime.SyncPod(ctx, j.pod, status, j.probes); err != nil {
 		r.err = fmt.Errorf("sync pod %q: %w", j.uid, err)
 	}
-	if !steady(j.pod, api) && ctx.Err() == nil {
+	if !steady(j.pod, r.apiStatus.Status) && ctx.Err() == nil {
 		// The sync likely changed the pod (started a sandbox or containers,
 		// or hit a back-off): report what the runtime has now rather than
 		// the status from before the sync, which PLEG would only correct
@@ -104,8 +103,7 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 		// waits for status newer than this one.
 		if fresh, err := cfg.Runtime.GetPodStatus(ctx, j.uid, j.pod.Name, j.pod.Namespace); err == nil {
 			r.status = fresh
-			api = cfg.Runtime.GeneratePodStatus(j.pod, fresh)
-			r.apiStatus = &api
+			r.apiStatus = apiStatus(cfg.Runtime, j.pod, fresh)
 		}
 	}
 	return r
@@ -220,9 +218,17 @@ func runTerminated(ctx context.Context, cfg Config, uid types.UID, pod *v1.Pod, 
 	}
 	r.acting = cfg.Clock.Now()
 	r.status = status
-	api := cfg.Runtime.GeneratePodStatus(pod, status)
-	r.apiStatus = &api
+	r.apiStatus = apiStatus(cfg.Runtime, pod, status)
 	return r
+}
+
+// apiStatus is what the runtime manager reads of pod from status, with the
+// phase derived from its containers (podrules.PodPhase, the kubelet's
+// getPhase): the pod actor needs it at once to tell a terminal pod.
+func apiStatus(rt Runtime, pod *v1.Pod, status *cri.PodStatus) *cri.APIPodStatus {
+	s := rt.ConvertPodStatus(pod, status)
+	s.Status.Phase = podrules.PodPhase(pod, &s.Status)
+	return &s
 }
 
 // canceled reports a result cut short by its context.

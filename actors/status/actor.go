@@ -47,11 +47,14 @@ func Props(cfg Config) (*actor.Props, error) {
 
 // podState is what the actor keeps per pod.
 type podState struct {
-	pod       *v1.Pod       // latest spec seen
-	computed  *v1.PodStatus // latest runtime view; nil until one arrives
-	rejected  *v1.PodStatus // set when admission refused the pod
-	probes    probeResults  // latest probe results, by container and kind
-	published *v1.PodStatus // last status sent to the sink
+	pod      *v1.Pod       // latest spec seen
+	computed *v1.PodStatus // latest runtime view; nil until one arrives
+	// sandboxReady is the runtime fact of the latest runtime view behind
+	// PodReadyToStartContainers.
+	sandboxReady bool
+	rejected     *v1.PodStatus // set when admission refused the pod
+	probes       probeResults  // latest probe results, by container and kind
+	published    *v1.PodStatus // last status sent to the sink
 	// publishedDeleting is whether the pod sent carried a deletion
 	// timestamp: a deletion is published even when the status is unchanged.
 	publishedDeleting bool
@@ -102,7 +105,7 @@ func (a *statusActor) computed(msg *messages.PodStatusComputed) {
 	st := a.state(msg.Pod.UID)
 	st.pod = msg.Pod
 	s := msg.Status
-	st.computed = &s
+	st.computed, st.sandboxReady = &s, msg.SandboxReady
 	a.publish(st)
 }
 
@@ -151,7 +154,7 @@ func (a *statusActor) publish(st *podState) {
 	case st.rejected != nil:
 		next = *st.rejected
 	case st.computed != nil:
-		next = buildStatus(st.pod, *st.computed, st.probes, st.published, a.now())
+		next = buildStatus(st.pod, *st.computed, st.sandboxReady, st.probes, st.published, a.now())
 	default:
 		return
 	}

@@ -1,7 +1,11 @@
 // Package status is actorlet's status manager: one actor that turns what
-// the runtime manager computed for a pod (messages.PodStatusComputed),
+// the runtime manager read for a pod (messages.PodStatusComputed: container
+// statuses, IPs, start time, whether the sandbox is ready, and the phase the
+// pod actor set with podrules.PodPhase or its own terminal rules),
 // admission rejections and probe results into the full v1.PodStatus the
-// control plane sees, and publishes it to a Sink only when it changed.
+// control plane sees, and publishes it to a Sink only when it changed. It
+// is the one place conditions are generated (the kubelet's
+// generateAPIPodStatus).
 //
 //	PodStatusComputed ─┐
 //	PodRejected ───────┤                       ┌─► Sink.PodStatusChanged
@@ -16,8 +20,10 @@
 //     succeeded, and ready when it is started and its readiness probe (if
 //     any) succeeded;
 //   - ContainersReady and Ready follow the containers (reasons
-//     ContainersNotReady, PodCompleted, PodFailed), PodScheduled and
-//     Initialized come from the runtime manager;
+//     ContainersNotReady, PodCompleted, PodFailed) and Ready the readiness
+//     gates; Initialized is True once every init container exited 0 and
+//     every sidecar started (podrules.IncompleteInitContainers);
+//     PodReadyToStartContainers follows the sandbox; PodScheduled is True;
 //   - a condition's LastTransitionTime moves only when its status flips;
 //   - a terminal phase (Succeeded, Failed) never goes back, nor does a
 //     terminated container of such a pod; StartTime, once set, stays.

@@ -53,14 +53,15 @@ func sameContainer(statusID, probeID string) bool {
 }
 
 // buildStatus is the status to publish for pod: the runtime view in
-// computed, with readiness from probes applied, conditions generated and
-// the history rules (terminal phase, LastTransitionTime, StartTime) kept
-// against the last published status old (nil if none).
-func buildStatus(pod *v1.Pod, computed v1.PodStatus, probes probeResults, old *v1.PodStatus, now metav1.Time) v1.PodStatus {
+// computed (its phase set by the pod actor) and sandboxReady, with
+// readiness from probes applied, every condition generated and the history
+// rules (terminal phase, LastTransitionTime, StartTime) kept against the
+// last published status old (nil if none).
+func buildStatus(pod *v1.Pod, computed v1.PodStatus, sandboxReady bool, probes probeResults, old *v1.PodStatus, now metav1.Time) v1.PodStatus {
 	s := *computed.DeepCopy()
 	keepTerminal(pod, &s, old)
 	applyContainerReadiness(pod, &s, probes)
-	s.Conditions = generateConditions(pod, &s)
+	s.Conditions = generateConditions(pod, &s, sandboxReady)
 	s.QOSClass = podQOS(pod)
 	keepHistory(&s, old, now)
 	return s
@@ -88,7 +89,7 @@ func keepTerminal(pod *v1.Pod, s *v1.PodStatus, old *v1.PodStatus) {
 	}
 	keep := func(cur []v1.ContainerStatus, prev []v1.ContainerStatus) {
 		for i := range cur {
-			p := findStatus(prev, cur[i].Name)
+			p := podrules.FindStatus(prev, cur[i].Name)
 			if p == nil || p.State.Terminated == nil || cur[i].State.Terminated != nil {
 				continue
 			}
@@ -114,26 +115,7 @@ func mayRestart(policy v1.RestartPolicy, exitCode int32) bool {
 // isSidecar reports whether name is a restartable init container of pod:
 // it restarts whatever the pod's restartPolicy.
 func isSidecar(pod *v1.Pod, name string) bool {
-	c := findContainer(pod.Spec.InitContainers, name)
-	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
-func hasSidecar(pod *v1.Pod) bool {
-	for i := range pod.Spec.InitContainers {
-		if isSidecar(pod, pod.Spec.InitContainers[i].Name) {
-			return true
-		}
-	}
-	return false
-}
-
-func findStatus(statuses []v1.ContainerStatus, name string) *v1.ContainerStatus {
-	for i := range statuses {
-		if statuses[i].Name == name {
-			return &statuses[i]
-		}
-	}
-	return nil
+	return podrules.IsSidecar(findContainer(pod.Spec.InitContainers, name))
 }
 
 func findContainer(containers []v1.Container, name string) *v1.Container {
@@ -174,71 +156,41 @@ func applyContainerReadiness(pod *v1.Pod, s *v1.PodStatus, probes probeResults) 
 	}
 }
 
-// generateConditions returns the pod's conditions: those the runtime
-// manager set other than ContainersReady and Ready, then the generated
-// ones, in a stable order.
-func generateConditions(pod *v1.Pod, s *v1.PodStatus) []v1.PodCondition {
-	byType := map[v1.PodConditionType]v1.PodCondition{}
-	var extra []v1.PodCondition
+// generateConditions returns every condition of the pod, as the kubelet's
+// generateAPIPodStatus orders them: PodReadyToStartContainers (the sandbox
+// is ready), any other condition the status carries (a readiness gate's),
+// Initialized, Ready, ContainersReady and PodScheduled.
+func generateConditions(pod *v1.Pod, s *v1.PodStatus, sandboxReady bool) []v1.PodCondition {
+	readyToStart := v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
+	if sandboxReady {
+		readyToStart.Status = v1.ConditionTrue
+	}
+	conds := []v1.PodCondition{readyToStart}
 	for _, c := range s.Conditions {
 		switch c.Type {
-		case v1.PodScheduled, v1.PodInitialized:
-			byType[c.Type] = c
-		case v1.ContainersReady, v1.PodReady:
+		case v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled:
 		default:
-			extra = append(extra, c)
+			conds = append(conds, c)
 		}
-	}
-	if _, ok := byType[v1.PodScheduled]; !ok {
-		byType[v1.PodScheduled] = v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}
-	}
-	if _, ok := byType[v1.PodInitialized]; !ok || hasSidecar(pod) {
-		// A sidecar counts as initialized once started (its startup probe
-		// succeeded): only this actor knows the probe results.
-		c := initializedCondition(pod, s)
-		if old, ok := byType[v1.PodInitialized]; ok && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		byType[v1.PodInitialized] = c
 	}
 	containersReady := containersReadyCondition(pod, s)
-	conds := append(extra,
-		byType[v1.PodInitialized],
+	return append(conds,
+		initializedCondition(pod, s),
 		podReadyCondition(pod, s, containersReady),
 		containersReady,
-		byType[v1.PodScheduled],
+		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue},
 	)
-	return conds
 }
 
-// initializedCondition is used when the runtime manager did not say, and
-// for pods with sidecars: every init container must have exited 0 and
-// every sidecar must be started, unless a regular container has already
-// run (initialization finished earlier; a sidecar may be restarting).
+// initializedCondition is True once every init container exited 0 and
+// every sidecar started (its startup probe, if any, succeeded), or once a
+// regular container has run (initialization finished earlier; a sidecar
+// may be restarting), or once the pod succeeded.
 func initializedCondition(pod *v1.Pod, s *v1.PodStatus) v1.PodCondition {
-	for _, cs := range s.ContainerStatuses {
-		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
-			return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
-		}
-	}
-	var incomplete []string
-	for _, c := range pod.Spec.InitContainers {
-		cs := findStatus(s.InitContainerStatuses, c.Name)
-		switch {
-		case cs == nil:
-			incomplete = append(incomplete, c.Name)
-		case isSidecar(pod, c.Name):
-			if cs.Started == nil || !*cs.Started {
-				incomplete = append(incomplete, c.Name)
-			}
-		case cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0:
-			incomplete = append(incomplete, c.Name)
-		}
-	}
 	if s.Phase == v1.PodSucceeded {
-		incomplete = nil
+		return podrules.InitializedCondition(nil)
 	}
-	return podrules.InitializedCondition(incomplete)
+	return podrules.InitializedCondition(podrules.IncompleteInitContainers(pod, s))
 }
 
 // containersReadyCondition is True when every container of the spec, and
@@ -254,7 +206,7 @@ func containersReadyCondition(pod *v1.Pod, s *v1.PodStatus) v1.PodCondition {
 		if !isSidecar(pod, c.Name) {
 			continue
 		}
-		switch cs := findStatus(s.InitContainerStatuses, c.Name); {
+		switch cs := podrules.FindStatus(s.InitContainerStatuses, c.Name); {
 		case cs == nil:
 			unknown = append(unknown, c.Name)
 		case !cs.Ready:
@@ -262,7 +214,7 @@ func containersReadyCondition(pod *v1.Pod, s *v1.PodStatus) v1.PodCondition {
 		}
 	}
 	for _, c := range pod.Spec.Containers {
-		cs := findStatus(s.ContainerStatuses, c.Name)
+		cs := podrules.FindStatus(s.ContainerStatuses, c.Name)
 		switch {
 		case cs == nil:
 			unknown = append(unknown, c.Name)

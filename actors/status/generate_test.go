@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -51,14 +52,7 @@ func waiting(name string) v1.ContainerStatus {
 }
 
 func computed(phase v1.PodPhase, cs ...v1.ContainerStatus) v1.PodStatus {
-	return v1.PodStatus{
-		Phase:             phase,
-		ContainerStatuses: cs,
-		Conditions: []v1.PodCondition{
-			{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-			{Type: v1.PodInitialized, Status: v1.ConditionTrue},
-		},
-	}
+	return v1.PodStatus{Phase: phase, ContainerStatuses: cs}
 }
 
 func result(container, id string, kind messages.ProbeKind, r messages.ProbeResult) probeResults {
@@ -229,7 +223,7 @@ func TestBuildStatusReadiness(t *testing.T) {
 				probes = probeResults{}
 			}
 			in := *tt.computed.DeepCopy()
-			got := buildStatus(tt.pod, tt.computed, probes, tt.old, t1)
+			got := buildStatus(tt.pod, tt.computed, true, probes, tt.old, t1)
 
 			if got.Phase != tt.want.phase {
 				t.Errorf("phase = %s, want %s", got.Phase, tt.want.phase)
@@ -271,18 +265,18 @@ func TestBuildStatusConditionTransitions(t *testing.T) {
 	t2 := metav1.NewTime(t1.Add(time.Minute))
 	t3 := metav1.NewTime(t2.Add(time.Minute))
 
-	first := buildStatus(pod, in, probeResults{}, nil, t1)
+	first := buildStatus(pod, in, true, probeResults{}, nil, t1)
 	if c := condition(first, v1.PodReady); c.Status != v1.ConditionFalse || !c.LastTransitionTime.Equal(&t1) {
 		t.Fatalf("first Ready = %+v, want False at t1", c)
 	}
-	same := buildStatus(pod, in, probeResults{}, &first, t2)
+	same := buildStatus(pod, in, true, probeResults{}, &first, t2)
 	if c := condition(same, v1.PodReady); !c.LastTransitionTime.Equal(&t1) {
 		t.Fatalf("Ready moved its transition time without flipping: %+v", c)
 	}
 	if !equalStatus(first, same) {
 		t.Fatalf("rebuilding an unchanged status changed it:\n%+v\n%+v", first, same)
 	}
-	flipped := buildStatus(pod, in, ready, &same, t3)
+	flipped := buildStatus(pod, in, true, ready, &same, t3)
 	for _, typ := range []v1.PodConditionType{v1.PodReady, v1.ContainersReady} {
 		if c := condition(flipped, typ); c.Status != v1.ConditionTrue || !c.LastTransitionTime.Equal(&t3) {
 			t.Fatalf("%s after readiness = %+v, want True at t3", typ, c)
@@ -300,13 +294,13 @@ func TestBuildStatusStartTime(t *testing.T) {
 	pod := testPod(v1.RestartPolicyAlways, containerSpec{name: "app"})
 	in := computed(v1.PodRunning, running("app", "c1"))
 	in.StartTime = &t0
-	got := buildStatus(pod, in, probeResults{}, nil, t1)
+	got := buildStatus(pod, in, true, probeResults{}, nil, t1)
 	if !got.StartTime.Equal(&t0) {
 		t.Fatalf("StartTime = %v, want the computed %v", got.StartTime, t0)
 	}
 	later := in.DeepCopy()
 	later.StartTime = &t1
-	again := buildStatus(pod, *later, probeResults{}, &got, t1)
+	again := buildStatus(pod, *later, true, probeResults{}, &got, t1)
 	if !again.StartTime.Equal(&t0) {
 		t.Fatalf("StartTime changed once set: %v", again.StartTime)
 	}
@@ -322,7 +316,7 @@ func TestGeneratedInitializedAndReadinessGates(t *testing.T) {
 		InitContainerStatuses: []v1.ContainerStatus{terminated("init-a", "i1", 0), running("init-b", "i2")},
 		ContainerStatuses:     []v1.ContainerStatus{waiting("app")},
 	}
-	got := buildStatus(pod, in, probeResults{}, nil, t1)
+	got := buildStatus(pod, in, true, probeResults{}, nil, t1)
 	c := condition(got, v1.PodInitialized)
 	if c.Status != v1.ConditionFalse || c.Reason != podrules.ReasonContainersNotInitialized || c.Message != "containers with incomplete status: [init-b]" {
 		t.Fatalf("Initialized = %+v", c)
@@ -332,7 +326,7 @@ func TestGeneratedInitializedAndReadinessGates(t *testing.T) {
 	}
 
 	in = computed(v1.PodRunning, running("app", "c1"))
-	got = buildStatus(pod, in, probeResults{}, nil, t1)
+	got = buildStatus(pod, in, true, probeResults{}, nil, t1)
 	if c := condition(got, v1.ContainersReady); c.Status != v1.ConditionTrue {
 		t.Fatalf("ContainersReady = %+v, want True", c)
 	}
@@ -340,12 +334,62 @@ func TestGeneratedInitializedAndReadinessGates(t *testing.T) {
 		t.Fatalf("Ready with an unmet gate = %+v", c)
 	}
 	in.Conditions = append(in.Conditions, v1.PodCondition{Type: "example.com/lb", Status: v1.ConditionTrue})
-	got = buildStatus(pod, in, probeResults{}, nil, t1)
+	got = buildStatus(pod, in, true, probeResults{}, nil, t1)
 	if c := condition(got, v1.PodReady); c.Status != v1.ConditionTrue {
 		t.Fatalf("Ready with the gate met = %+v", c)
 	}
 	if c := condition(got, "example.com/lb"); c == nil {
 		t.Fatal("the gate's condition was dropped")
+	}
+}
+
+// TestGeneratedConditionsFromRuntimeFacts: every condition is generated
+// here, in the kubelet's order, PodReadyToStartContainers from the
+// runtime's one fact, PodScheduled always True, Initialized from the init
+// containers' statuses.
+func TestGeneratedConditionsFromRuntimeFacts(t *testing.T) {
+	pod := testPod(v1.RestartPolicyNever, containerSpec{name: "app"})
+	pod.Spec.InitContainers = []v1.Container{{Name: "init"}}
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+	in := v1.PodStatus{
+		Phase:                 v1.PodPending,
+		InitContainerStatuses: []v1.ContainerStatus{waiting("init")},
+		ContainerStatuses:     []v1.ContainerStatus{waiting("app")},
+		Conditions:            []v1.PodCondition{{Type: "example.com/lb", Status: v1.ConditionTrue}},
+	}
+	got := buildStatus(pod, in, false, probeResults{}, nil, t1)
+	var order []v1.PodConditionType
+	for _, c := range got.Conditions {
+		order = append(order, c.Type)
+	}
+	want := []v1.PodConditionType{v1.PodReadyToStartContainers, "example.com/lb", v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled}
+	if !slices.Equal(order, want) {
+		t.Fatalf("conditions %v, want %v", order, want)
+	}
+	if c := condition(got, v1.PodReadyToStartContainers); c.Status != v1.ConditionFalse {
+		t.Errorf("PodReadyToStartContainers without a ready sandbox = %+v", c)
+	}
+	if c := condition(got, v1.PodScheduled); c.Status != v1.ConditionTrue {
+		t.Errorf("PodScheduled = %+v", c)
+	}
+	if c := condition(got, v1.PodInitialized); c.Status != v1.ConditionFalse || c.Message != "containers with incomplete status: [init]" {
+		t.Errorf("Initialized before the init container ran = %+v", c)
+	}
+
+	in.InitContainerStatuses = []v1.ContainerStatus{terminated("init", "i1", 0)}
+	got = buildStatus(pod, in, true, probeResults{}, &got, t1)
+	if c := condition(got, v1.PodReadyToStartContainers); c.Status != v1.ConditionTrue {
+		t.Errorf("PodReadyToStartContainers with a ready sandbox = %+v", c)
+	}
+	if c := condition(got, v1.PodInitialized); c.Status != v1.ConditionTrue {
+		t.Errorf("Initialized once the init container exited 0 = %+v", c)
+	}
+
+	in.InitContainerStatuses = []v1.ContainerStatus{terminated("init", "i1", 2)}
+	in.Phase = v1.PodFailed
+	got = buildStatus(pod, in, true, probeResults{}, nil, t1)
+	if c := condition(got, v1.PodInitialized); c.Status != v1.ConditionFalse || c.Reason != podrules.ReasonContainersNotInitialized {
+		t.Errorf("Initialized after the init container failed = %+v", c)
 	}
 }
 

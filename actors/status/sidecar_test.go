@@ -18,7 +18,7 @@ func TestBuildStatusSidecar(t *testing.T) {
 
 	in := computed(v1.PodPending, waiting("app"))
 	in.InitContainerStatuses = []v1.ContainerStatus{running("proxy", "p1")}
-	s := buildStatus(pod, in, probeResults{}, nil, t1)
+	s := buildStatus(pod, in, true, probeResults{}, nil, t1)
 	if c := condition(s, v1.PodInitialized); c.Status != v1.ConditionFalse || c.Message != "containers with incomplete status: [proxy]" {
 		t.Errorf("Initialized before the startup probe = %+v, want False naming proxy", c)
 	}
@@ -27,27 +27,27 @@ func TestBuildStatusSidecar(t *testing.T) {
 	}
 
 	started := result("proxy", "p1", messages.Startup, messages.ProbeSuccess)
-	s = buildStatus(pod, in, started, &s, t1)
+	s = buildStatus(pod, in, true, started, &s, t1)
 	if c := condition(s, v1.PodInitialized); c.Status != v1.ConditionTrue {
 		t.Errorf("Initialized after the startup probe = %+v, want True", c)
 	}
 
 	in = computed(v1.PodRunning, running("app", "a1"))
 	in.InitContainerStatuses = []v1.ContainerStatus{running("proxy", "p1")}
-	s = buildStatus(pod, in, started, &s, t1)
+	s = buildStatus(pod, in, true, started, &s, t1)
 	if c := condition(s, v1.ContainersReady); c.Status != v1.ConditionFalse || c.Message != "containers with unready status: [proxy]" {
 		t.Errorf("ContainersReady with an unready sidecar = %+v", c)
 	}
-	s = buildStatus(pod, in, merge(started, result("proxy", "p1", messages.Readiness, messages.ProbeSuccess)), &s, t1)
+	s = buildStatus(pod, in, true, merge(started, result("proxy", "p1", messages.Readiness, messages.ProbeSuccess)), &s, t1)
 	if c := condition(s, v1.ContainersReady); c.Status != v1.ConditionTrue {
 		t.Errorf("ContainersReady with a ready sidecar = %+v", c)
 	}
 
 	// The sidecar exits, then runs again: its running state is reported.
 	in.InitContainerStatuses = []v1.ContainerStatus{terminated("proxy", "p1", 1)}
-	s = buildStatus(pod, in, started, &s, t1)
+	s = buildStatus(pod, in, true, started, &s, t1)
 	in.InitContainerStatuses = []v1.ContainerStatus{running("proxy", "p2")}
-	s = buildStatus(pod, in, started, &s, t1)
+	s = buildStatus(pod, in, true, started, &s, t1)
 	if st := s.InitContainerStatuses[0]; st.State.Running == nil {
 		t.Errorf("restarted sidecar in a Never pod = %+v, want running", st.State)
 	}

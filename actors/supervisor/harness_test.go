@@ -157,6 +157,12 @@ func newPod(uid, name string, created int64) *v1.Pod {
 	}
 }
 
+// jobPod makes p a pod that may succeed (restartPolicy Never).
+func jobPod(p *v1.Pod) *v1.Pod {
+	p.Spec.RestartPolicy = v1.RestartPolicyNever
+	return p
+}
+
 func withRequests(p *v1.Pod, cpu, mem string) *v1.Pod {
 	p.Spec.Containers[0].Resources.Requests = v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(mem)}

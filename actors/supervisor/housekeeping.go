@@ -89,8 +89,8 @@ type podCleanedUp struct {
 
 // purgeFinished purges a finished worker that nothing keeps, and reports
 // whether it did: its pod was removed (purgeRemoved) or added again
-// (restartRequested: the worker is stopped, and the pod started afresh once
-// it has). A finished pod that is still desired keeps its worker and its
+// (restartRequested: the worker is stopped, the status and prober actors
+// forget the UID, and the pod is started afresh once the worker is gone). A finished pod that is still desired keeps its worker and its
 // terminal status (an evicted or completed pod) until then.
 func (s *supervisor) purgeFinished(ctx actor.Context, w *worker) bool {
 	if !w.report.Finished || w.actor == actorPurging {
@@ -103,6 +103,9 @@ func (s *supervisor) purgeFinished(ctx actor.Context, w *worker) bool {
 		klog.V(2).InfoS("Purging finished pod worker", "podUID", w.uid, "fullName", w.report.FullName)
 		w.purge()
 		ctx.Stop(w.pid)
+		// The pod starts a new life: its terminal status and probe results
+		// are the old worker's, and a terminal phase would otherwise stick.
+		s.tell(ctx, &messages.PodForgotten{UID: w.uid}, s.status, s.prober)
 	default:
 		return false
 	}

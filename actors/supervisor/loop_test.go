@@ -278,7 +278,7 @@ func TestPodAddedAgainWhileTerminatingRestartsAfterPurge(t *testing.T) {
 func TestFinishedPodStaysDoneWhileStillListed(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.SetPhase("a", v1.PodSucceeded)
-	h.add(newPod("a", "a", 1))
+	h.add(jobPod(newPod("a", "a", 1)))
 	eventually(t, "finished", func() bool { return finished(h, "a") })
 	h.housekeep()
 	h.housekeep()
@@ -466,7 +466,7 @@ func TestPurgedPodsAreCleanedUpInParallel(t *testing.T) {
 func TestFinishedPodDeletedIsPublishedThenPurgedOnRemove(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.SetPhase("a", v1.PodSucceeded)
-	p := newPod("a", "a", 1)
+	p := jobPod(newPod("a", "a", 1))
 	h.add(p)
 	eventually(t, "finished", func() bool { return finished(h, "a") })
 	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 30)}, Source: messages.SourceRemote})
@@ -493,7 +493,7 @@ func TestFinishedPodDeletedIsPublishedThenPurgedOnRemove(t *testing.T) {
 func TestFinishedPodRemovedAndAddedAgainRunsAfterCleanup(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.SetPhase("a", v1.PodSucceeded)
-	p := newPod("a", "a", 1)
+	p := jobPod(newPod("a", "a", 1))
 	h.add(p)
 	eventually(t, "finished", func() bool { return finished(h, "a") })
 	release := h.rt.Hold(fake.OpCleanupPod)
@@ -506,5 +506,37 @@ func TestFinishedPodRemovedAndAddedAgainRunsAfterCleanup(t *testing.T) {
 	eventually(t, "the pod runs again", func() bool { return h.syncsOf("a") > 0 })
 	if d := h.describe("a"); d.WorkType != messages.SyncWork || d.RestartRequested {
 		t.Fatalf("new worker = %+v, want a fresh syncing worker", d)
+	}
+}
+
+// A pod removed and added again under the same UID while its worker is
+// still stopping (an operator's re-apply of a pod being deleted) starts a
+// new life once the old worker is gone: the status and prober actors forget
+// the UID first, so the old worker's terminal status does not stick to the
+// new run.
+func TestPodAddedAgainWhileStoppingIsForgottenBeforeItRunsAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	h.add(p)
+	eventually(t, "first sync", func() bool { return h.syncsOf("a") > 0 })
+	release := h.rt.Hold(fake.OpKillPod)
+	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 30)}, Source: messages.SourceRemote})
+	eventually(t, "kill in flight", func() bool { return len(h.killsOf("a")) == 1 })
+	syncs := h.syncsOf("a")
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{deletedPod(p, 0)}, Source: messages.SourceRemote})
+	h.add(p)
+	h.never("forgotten while the old worker stops", func() bool {
+		return len(actortest.Of[*messages.PodForgotten](h.status)) > 0
+	})
+	release()
+	eventually(t, "old worker finished", func() bool { return finished(h, "a") })
+	h.housekeep()
+	eventually(t, "the pod runs again", func() bool { return h.syncsOf("a") > syncs })
+	forgotten := actortest.Of[*messages.PodForgotten](h.status)
+	if len(forgotten) != 1 || forgotten[0].UID != "a" {
+		t.Fatalf("status actor told %+v, want the UID forgotten once", forgotten)
+	}
+	if got := actortest.Of[*messages.PodForgotten](h.prober); len(got) == 0 {
+		t.Fatal("prober not told to forget the UID")
 	}
 }

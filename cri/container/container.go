@@ -8,6 +8,7 @@ package container
 import (
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -113,4 +114,16 @@ func (s *PodStatus) RunningContainers() []*ContainerStatus {
 		}
 	}
 	return out
+}
+
+// APIPodStatus is what the runtime manager reads of a pod for its API
+// status (the kubelet's ConvertPodStatusToAPIPodStatus): Status holds the
+// container statuses with their waiting reasons, the pod IPs, the host IP
+// and the start time, and neither a phase nor a condition (the phase rule
+// is podrules.PodPhase, the conditions are the status actor's).
+// SandboxReady is the one runtime fact a condition needs: the newest
+// sandbox is ready and has its network (PodReadyToStartContainers).
+type APIPodStatus struct {
+	Status       v1.PodStatus
+	SandboxReady bool
 }

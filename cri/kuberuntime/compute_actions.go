@@ -7,6 +7,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // containerToKill is a running container the sync stops, and why.
@@ -134,16 +135,10 @@ func isInitContainerFailed(cs *cri.ContainerStatus) bool {
 	return (cs.State == cri.ContainerStateExited && cs.ExitCode != 0) || cs.State == cri.ContainerStateUnknown
 }
 
-// IsSidecar reports whether c is a restartable init container (a sidecar:
-// an init container with restartPolicy Always).
-func IsSidecar(c *v1.Container) bool {
-	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
 // hasSidecars reports whether pod has a restartable init container.
 func hasSidecars(pod *v1.Pod) bool {
 	for i := range pod.Spec.InitContainers {
-		if IsSidecar(&pod.Spec.InitContainers[i]) {
+		if podrules.IsSidecar(&pod.Spec.InitContainers[i]) {
 			return true
 		}
 	}
@@ -188,7 +183,7 @@ func computeInitContainerActions(pod *v1.Pod, status *cri.PodStatus, probes cri.
 	}
 	for i := len(inits) - 1; i >= 0; i-- {
 		c := &inits[i]
-		sidecar := IsSidecar(c)
+		sidecar := podrules.IsSidecar(c)
 		cs := status.FindContainerStatusByName(c.Name)
 		if cs == nil {
 			if passed && sidecar {

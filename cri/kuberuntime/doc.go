@@ -19,7 +19,12 @@
 // Killing a container: preStop hook within the grace period → StopContainer
 // with the remaining grace.
 //
-// Failures of the last sync are kept in a reason cache so GeneratePodStatus
+// Failures of the last sync are kept in a reason cache so ConvertPodStatus
 // can report waiting reasons (CrashLoopBackOff, ErrImagePull, …), and the
 // restart and image-pull back-offs run on an injected clock.
+//
+// ConvertPodStatus returns only what the runtime says (the kubelet's
+// ConvertPodStatusToAPIPodStatus): container statuses, IPs, host IP, start
+// time, and whether the sandbox is ready. The phase is podrules.PodPhase,
+// which the pod actor applies; every condition is the status actor's.
 package kuberuntime

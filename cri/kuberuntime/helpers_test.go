@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -154,7 +155,15 @@ func (e *env) status(t *testing.T, pod *v1.Pod) (*cri.PodStatus, v1.PodStatus) {
 	if err != nil {
 		t.Fatalf("GetPodStatus: %v", err)
 	}
-	return st, e.m.GeneratePodStatus(pod, st)
+	return st, apiStatus(e.m, pod, st)
+}
+
+// apiStatus is the runtime's part of the API status with the phase the pod
+// actor derives from it (podrules.PodPhase).
+func apiStatus(m *Manager, pod *v1.Pod, st *cri.PodStatus) v1.PodStatus {
+	s := m.ConvertPodStatus(pod, st).Status
+	s.Phase = podrules.PodPhase(pod, &s)
+	return s
 }
 
 func newPod(name string, containers ...string) *v1.Pod {

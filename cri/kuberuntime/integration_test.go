@@ -56,7 +56,7 @@ func (e *procEnv) status(t *testing.T, pod *v1.Pod) (*cri.PodStatus, v1.PodStatu
 	if err != nil {
 		t.Fatalf("GetPodStatus: %v", err)
 	}
-	return st, e.m.GeneratePodStatus(pod, st)
+	return st, apiStatus(e.m, pod, st)
 }
 
 func (e *procEnv) sync(t *testing.T, pod *v1.Pod) SyncResult {

@@ -15,12 +15,14 @@ const (
 	reasonPodInitializing   = "PodInitializing"
 )
 
-// GeneratePodStatus turns the runtime status into the API status: phase,
-// IPs, start time, init and regular container statuses (waiting reasons
-// from the last sync's failures) and the PodScheduled, Initialized and
-// PodReadyToStartContainers conditions. Readiness is left to the status
-// actor: every container is ready=false here.
-func (m *Manager) GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodStatus {
+// ConvertPodStatus turns the runtime status into what the API status
+// takes from the runtime (the kubelet's ConvertPodStatusToAPIPodStatus):
+// IPs, host IP, start time, init, regular and ephemeral container statuses
+// (waiting reasons from the last sync's failures), and whether the sandbox
+// is ready. The phase (podrules.PodPhase) and the conditions (the status
+// actor) are not the runtime's; readiness neither: every container is
+// ready=false here.
+func (m *Manager) ConvertPodStatus(pod *v1.Pod, status *cri.PodStatus) cri.APIPodStatus {
 	if status == nil {
 		status = &cri.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
@@ -59,8 +61,7 @@ func (m *Manager) GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodSt
 		out.EphemeralContainerStatuses = m.apiContainerStatuses(pod, eph, status, true)
 	}
 
-	pendingInit := incompleteInitContainers(pod, out.InitContainerStatuses, out.ContainerStatuses)
-	if len(pendingInit) > 0 {
+	if len(podrules.IncompleteInitContainers(pod, &out)) > 0 {
 		for i := range out.ContainerStatuses {
 			if w := out.ContainerStatuses[i].State.Waiting; w != nil && w.Reason == reasonContainerCreating {
 				w.Reason = reasonPodInitializing
@@ -69,9 +70,17 @@ func (m *Manager) GeneratePodStatus(pod *v1.Pod, status *cri.PodStatus) v1.PodSt
 	}
 	m.redactStatus(pod, &out)
 	limitTerminationMessages(pod, &out)
-	out.Phase = podPhase(pod, out.InitContainerStatuses, out.ContainerStatuses)
-	out.Conditions = m.podConditions(pod, status, pendingInit)
-	return out
+	return cri.APIPodStatus{Status: out, SandboxReady: sandboxReady(pod, status)}
+}
+
+// sandboxReady reports whether the pod's newest sandbox is ready and has
+// its network: an IP, or the host's network.
+func sandboxReady(pod *v1.Pod, status *cri.PodStatus) bool {
+	if len(status.SandboxStatuses) == 0 {
+		return false
+	}
+	s := status.SandboxStatuses[0]
+	return s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY && (pod.Spec.HostNetwork || len(status.IPs) > 0)
 }
 
 // apiContainerStatuses builds the status of each spec container from its
@@ -133,7 +142,7 @@ func (m *Manager) willRestart(c *v1.Container, pod *v1.Pod, status *cri.PodStatu
 		return shouldContainerBeRestarted(c, pod, status)
 	}
 	cs := status.FindContainerStatusByName(c.Name)
-	if cs == nil || cs.State != cri.ContainerStateExited || IsSidecar(c) {
+	if cs == nil || cs.State != cri.ContainerStateExited || podrules.IsSidecar(c) {
 		return pod.DeletionTimestamp == nil
 	}
 	return cs.ExitCode != 0 && shouldRestartOnFailure(pod) && pod.DeletionTimestamp == nil
@@ -163,132 +172,4 @@ func apiContainerState(cs *cri.ContainerStatus, runtimeName string) v1.Container
 		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reasonContainerCreating}}
 	}
 	return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerStatusUnknown", Message: "The runtime reports the container state as unknown"}}
-}
-
-// incompleteInitContainers names the init containers that have not exited
-// 0 yet, and the sidecars not running yet (none once a regular container
-// has run). Whether a sidecar's startup probe succeeded is the status
-// actor's to add: it has the probe results.
-func incompleteInitContainers(pod *v1.Pod, inits, regular []v1.ContainerStatus) []string {
-	for _, s := range regular {
-		if s.State.Running != nil || s.State.Terminated != nil || s.LastTerminationState.Terminated != nil {
-			return nil
-		}
-	}
-	var pending []string
-	for i, s := range inits {
-		if i < len(pod.Spec.InitContainers) && IsSidecar(&pod.Spec.InitContainers[i]) {
-			if s.State.Running == nil {
-				pending = append(pending, s.Name)
-			}
-			continue
-		}
-		if t := s.State.Terminated; t != nil && t.ExitCode == 0 {
-			continue
-		}
-		pending = append(pending, s.Name)
-	}
-	return pending
-}
-
-// podPhase derives the phase from the container statuses and restartPolicy.
-// A running sidecar counts as running (the pod is Running while only
-// sidecars are left); a stopped sidecar does not count: a job-style pod
-// whose regular containers succeeded is Succeeded once its sidecars were
-// stopped, whatever their exit codes.
-func podPhase(pod *v1.Pod, inits, regular []v1.ContainerStatus) v1.PodPhase {
-	pendingInit, failedInit := 0, 0
-	initDone := len(incompleteInitContainers(pod, inits, regular)) == 0
-	if !initDone {
-		for i, s := range inits {
-			if i < len(pod.Spec.InitContainers) && IsSidecar(&pod.Spec.InitContainers[i]) {
-				if s.State.Running == nil {
-					pendingInit++
-				}
-				continue
-			}
-			switch {
-			case s.State.Terminated != nil && s.State.Terminated.ExitCode == 0:
-			case s.State.Terminated != nil:
-				failedInit++
-			case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil && s.LastTerminationState.Terminated.ExitCode != 0:
-				failedInit++
-			default:
-				pendingInit++
-			}
-		}
-	}
-	if failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-		return v1.PodFailed
-	}
-	if pendingInit > 0 || failedInit > 0 {
-		return v1.PodPending
-	}
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
-	for i, s := range inits {
-		if i < len(pod.Spec.InitContainers) && IsSidecar(&pod.Spec.InitContainers[i]) && s.State.Running != nil {
-			running++
-		}
-	}
-	for _, s := range regular {
-		switch {
-		case s.State.Running != nil:
-			running++
-		case s.State.Terminated != nil:
-			stopped++
-			if s.State.Terminated.ExitCode == 0 {
-				succeeded++
-			}
-		case s.State.Waiting != nil && s.LastTerminationState.Terminated != nil:
-			stopped++ // restarting
-		case s.State.Waiting != nil:
-			waiting++
-		default:
-			unknown++
-		}
-	}
-	switch {
-	case waiting > 0:
-		return v1.PodPending
-	case running > 0 && unknown == 0:
-		return v1.PodRunning
-	case stopped == len(regular) && stopped > 0 && unknown == 0:
-		if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
-			return v1.PodRunning
-		}
-		if stopped == succeeded {
-			return v1.PodSucceeded
-		}
-		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
-			return v1.PodFailed
-		}
-		return v1.PodRunning
-	}
-	return v1.PodPending
-}
-
-func (m *Manager) podConditions(pod *v1.Pod, status *cri.PodStatus, pendingInit []string) []v1.PodCondition {
-	initialized := podrules.InitializedCondition(pendingInit)
-	sandboxReady := v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse}
-	if len(status.SandboxStatuses) > 0 {
-		s := status.SandboxStatuses[0]
-		if s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY && (pod.Spec.HostNetwork || len(status.IPs) > 0) {
-			sandboxReady.Status = v1.ConditionTrue
-		}
-	}
-	conds := []v1.PodCondition{
-		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-		initialized,
-		sandboxReady,
-	}
-	now := metav1.NewTime(m.opts.Clock.Now())
-	for i := range conds {
-		conds[i].LastTransitionTime = now
-		for _, old := range pod.Status.Conditions {
-			if old.Type == conds[i].Type && old.Status == conds[i].Status {
-				conds[i].LastTransitionTime = old.LastTransitionTime
-			}
-		}
-	}
-	return conds
 }

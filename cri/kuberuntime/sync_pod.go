@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
@@ -96,7 +97,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 		c := &pod.Spec.InitContainers[i]
 		err := m.startContainer(ctx, pod, c, status, target)
 		result.add(ActionInitContainer, c.Name, err)
-		if ctx.Err() != nil || (err != nil && !IsSidecar(c)) {
+		if ctx.Err() != nil || (err != nil && !podrules.IsSidecar(c)) {
 			// A sidecar that failed to start does not hold back the
 			// others; a regular init container does.
 			return result

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/seconds"
 )
 
@@ -48,7 +49,7 @@ func newTerminationOrdering(pod *v1.Pod, running []*cri.Container) *terminationO
 	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 		c := &pod.Spec.InitContainers[i]
 		g, ok := o.done[c.Name]
-		if !ok || !IsSidecar(c) {
+		if !ok || !podrules.IsSidecar(c) {
 			continue
 		}
 		o.after[c.Name] = append([]chan struct{}(nil), later...)

@@ -26,6 +26,9 @@ import (
 //
 //   - WriteNow / DeleteIf: a source's own entries (the remote source's
 //     FailedValidation status of a rejected key), written at once;
+//   - Read: the last status published for a pod, which the remote source
+//     gives a pod it sees first (the API server's copy of the status: a
+//     terminal phase survives an agent restart);
 //   - PruneStale: once a source has delivered its first state, the entries
 //     of its pods that are no longer wanted (left by an earlier run);
 //   - FinalizeWith: when a published status shows a gracefully deleted remote
@@ -74,6 +77,37 @@ func (p *StatusPublisher) WriteNow(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
+// Read returns the pod stored in the status entry of namespace/name (its
+// last published status), nil when there is none. The entry was written by
+// this node, and its size is bounded by the bucket's value limit.
+func (p *StatusPublisher) Read(ctx context.Context, namespace, name string) (*v1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, entryTimeout)
+	defer cancel()
+	kv, err := p.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pod, _, err := readEntry(ctx, kv, wire.StatusKey(p.node, namespace, name))
+	return pod, err
+}
+
+// readEntry reads the pod stored at key and the entry's revision; nil and
+// no error when there is none.
+func readEntry(ctx context.Context, kv jetstream.KeyValue, key string) (*v1.Pod, uint64, error) {
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read status %q: %w", key, err)
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(e.Value(), &pod); err != nil {
+		return nil, 0, fmt.Errorf("decode status %q: %w", key, err)
+	}
+	return &pod, e.Revision(), nil
+}
+
 // DeleteIf deletes the status entry of namespace/name if the pod stored
 // there satisfies match. The delete is conditional on the revision read, so
 // a status written in between is kept. It reports whether it deleted.
@@ -89,19 +123,14 @@ func (p *StatusPublisher) DeleteIf(ctx context.Context, namespace, name string, 
 }
 
 func deleteIf(ctx context.Context, kv jetstream.KeyValue, key string, match func(*v1.Pod) bool) bool {
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false
-	}
+	pod, rev, err := readEntry(ctx, kv, key)
 	if err != nil {
 		klog.ErrorS(err, "Reading pod status failed", "statusKey", key)
+	}
+	if pod == nil || !match(pod) {
 		return false
 	}
-	var pod v1.Pod
-	if err := json.Unmarshal(e.Value(), &pod); err != nil || !match(&pod) {
-		return false
-	}
-	err = kv.Delete(ctx, key, jetstream.LastRevision(e.Revision()))
+	err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		klog.ErrorS(err, "Deleting a pod status failed", "statusKey", key)
 		return false

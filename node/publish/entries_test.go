@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,33 @@ func TestPruneStaleAndDeleteIf(t *testing.T) {
 	write(testNode, "rejected", messages.SourceRemote, "FailedValidation")
 	if !p.DeleteIf(ctx, "default", "rejected", isFailedValidation) || getPod(t, kv, "rejected") != nil {
 		t.Error("DeleteIf kept a matching status")
+	}
+}
+
+// Read returns the pod of a status entry, nil for none, and an error naming
+// the key for an entry that is not a pod.
+func TestReadStatusEntry(t *testing.T) {
+	ts := startServer(t)
+	_, js := ts.connect()
+	kv := createBucket(t, js, wire.StatusBucket)
+	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+	ctx := t.Context()
+
+	if got, err := p.Read(ctx, "default", "none"); got != nil || err != nil {
+		t.Fatalf("Read of a missing entry = %v, %v; want nil, nil", got, err)
+	}
+	if err := p.WriteNow(ctx, statusPod("done", "uid-done", v1.PodFailed, "Evicted")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Read(ctx, "default", "done")
+	if err != nil || got == nil || got.UID != "uid-done" || got.Status.Phase != v1.PodFailed {
+		t.Fatalf("Read = %+v, %v; want the written pod", got, err)
+	}
+	key := wire.StatusKey(testNode, "default", "garbage")
+	if _, err := kv.Put(ctx, key, []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Read(ctx, "default", "garbage"); got != nil || err == nil || !strings.Contains(err.Error(), key) {
+		t.Fatalf("Read of a garbage entry = %v, %v; want an error naming %q", got, err, key)
 	}
 }

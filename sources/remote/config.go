@@ -16,6 +16,9 @@ import (
 // StatusEntries is what the source needs of the owner of the status
 // entries (publish.StatusPublisher implements it).
 type StatusEntries interface {
+	// Read returns the pod of the status entry of namespace/name, nil when
+	// there is none.
+	Read(ctx context.Context, namespace, name string) (*v1.Pod, error)
 	WriteNow(ctx context.Context, pod *v1.Pod) error
 	DeleteIf(ctx context.Context, namespace, name string, match func(*v1.Pod) bool) bool
 	PruneStale(ctx context.Context, source string, keep []wire.PodRef)

@@ -19,5 +19,8 @@
 // status entry, OnInvalid) and never stop the watch. Status entries are
 // written, cleared and pruned through Config.Statuses, their one owner; the
 // source deletes only desired keys (Finalize, which the status owner calls
-// when a deleted pod has terminated).
+// when a deleted pod has terminated). A pod of the first snapshot whose
+// status entry (from before this run) is terminal for its UID is delivered
+// with that status (the API server's copy of it), so its worker starts
+// terminal and an agent restart never runs it again.
 package remote

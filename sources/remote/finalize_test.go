@@ -29,9 +29,12 @@ func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {
 		t.Fatal("DELETE pod has no deletion timestamp")
 	}
 
-	// The operator re-applies before the node finalizes: the key stays.
+	// The operator re-applies before the node finalizes: the key stays, and
+	// the pod, already stopping, goes and comes back as new.
 	e.put(t, key, podJSON(t, "default", "web", "a:2"))
-	c.waitUpdates(t, 4)
+	if got := c.waitUpdates(t, 5); got[3].Op != messages.OpRemove || got[4].Op != messages.OpAdd || got[4].Pods[0].UID != deleted.UID {
+		t.Fatalf("after the re-apply: %v, %v; want REMOVE then ADD of the same UID", got[3], got[4])
+	}
 	if err := s.Finalize(e.ctx, deleted); err != nil {
 		t.Fatalf("Finalize: %v", err)
 	}
@@ -45,14 +48,14 @@ func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {
 
 	// Deleted again; this time the node finalizes and the key goes.
 	e.put(t, key, podJSON(t, "default", "web", "a:2", deleting(nil)))
-	deleted = c.waitUpdates(t, 5)[4].Pods[0]
+	deleted = c.waitUpdates(t, 6)[5].Pods[0]
 	if err := s.Finalize(e.ctx, deleted); err != nil {
 		t.Fatalf("Finalize: %v", err)
 	}
 	if _, err := kv.Get(e.ctx, key); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("key after Finalize: err = %v, want not found", err)
 	}
-	if got := c.waitUpdates(t, 6)[5]; got.Op != messages.OpRemove {
+	if got := c.waitUpdates(t, 7)[6]; got.Op != messages.OpRemove {
 		t.Fatalf("got %v, want REMOVE after Finalize", got)
 	}
 	if err := s.Finalize(e.ctx, deleted); err != nil {

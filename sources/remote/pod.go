@@ -68,7 +68,7 @@ func (s *Source) admit(key wire.DesiredKey, raw string, data []byte) (*v1.Pod, v
 		return nil, rejected, err
 	}
 	s.stamp(pod, raw)
-	pod.Status = v1.PodStatus{} // operators describe what they want, not what is
+	pod.Status = v1.PodStatus{} // operators describe what they want, not what is (see transition)
 	return pod, accepted, nil
 }
 

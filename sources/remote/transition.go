@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
@@ -20,6 +21,7 @@ import (
 //	delivered  ──put, spec changed──►    delivered   UPDATE
 //	delivered  ──put, deletionTimestamp► delivered   DELETE (graceful)
 //	delivered  ──put, another UID──►     delivered   REMOVE (old, grace 0), ADD (new)
+//	delivered  ──put, deletion dropped─► delivered   REMOVE (old, grace 0), ADD (re-applied)
 //	delivered  ──delete/purge──►         (none)      REMOVE (grace 0)
 //	delivered  ──put, selector misses──► (none)      REMOVE (fleet pods)
 //	any        ──put invalid──►          rejected    (reported; a delivered pod keeps its last valid spec)
@@ -27,6 +29,14 @@ import (
 //
 // Entries at or below a key's last applied revision are replays (after a
 // re-watch) and change nothing.
+//
+// A delivered pod carries a status as the API server's copy does: none,
+// except a terminal one this node published for the same UID before this
+// run (read for the keys of the first snapshot: an agent restart must not
+// run a Failed or Succeeded pod again), kept on every update of that UID.
+// Keys first seen later have no entry from before this run (the first SET
+// prunes them), and an entry written in this run for a key deleted since is
+// an old life's, whose removal may still be on its way.
 func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (messages.Op, *v1.Pod, bool) {
 	key := e.Key()
 	if e.Revision() <= s.revs[key] {
@@ -69,6 +79,15 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		s.clearRejected(ctx, key)
 		s.clearFailedStatus(ctx, dk)
 	}
+	reapplied := old != nil && old.UID == pod.UID && old.DeletionTimestamp != nil && pod.DeletionTimestamp == nil
+	switch {
+	case old == nil:
+		if !s.sentSet {
+			s.lastTerminalStatus(ctx, dk, pod)
+		}
+	case old.UID == pod.UID && !reapplied:
+		pod.Status = old.Status
+	}
 	s.delivered[key] = pod
 	switch {
 	case old == nil:
@@ -80,6 +99,14 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		// UID change in place): as the kubelet does for a new UID, the old
 		// pod is gone at once and the new one is a new pod.
 		klog.InfoS("Desired pod replaced by a pod with another UID", "key", key, "pod", klog.KObj(pod), "oldUID", old.UID, "podUID", pod.UID)
+		s.send(messages.OpRemove, s.forceDeleted(old))
+		return messages.OpAdd, pod, true
+	case reapplied:
+		// Applied again while being deleted (the UID kept, the deletion
+		// timestamp gone): the operator wins, as Finalize lets them. The
+		// pod's worker is stopping or done and a UID never runs again once
+		// terminating, so the pod goes (at once) and comes back as new.
+		klog.InfoS("Desired pod re-applied while being deleted, starting it again", "key", key, "pod", klog.KObj(pod), "podUID", pod.UID)
 		s.send(messages.OpRemove, s.forceDeleted(old))
 		return messages.OpAdd, pod, true
 	case pod.DeletionTimestamp != nil:
@@ -101,4 +128,24 @@ func (s *Source) forceDeleted(old *v1.Pod) *v1.Pod {
 	zero := int64(0)
 	p.DeletionGracePeriodSeconds = &zero
 	return p
+}
+
+// lastTerminalStatus gives pod, in the first snapshot of this run, the
+// status this node last published for it when that is terminal (Succeeded
+// or Failed) and of the same UID: the pod's worker then starts terminal and
+// never runs it again. A FailedValidation status is the source's own, not
+// the pod's. When the entry cannot be read the pod is delivered without a
+// status.
+func (s *Source) lastTerminalStatus(ctx context.Context, dk wire.DesiredKey, pod *v1.Pod) {
+	prev, err := s.cfg.Statuses.Read(ctx, dk.Namespace, dk.Name)
+	if err != nil {
+		klog.ErrorS(err, "Reading the last status of a desired pod failed", "pod", klog.KObj(pod), "podUID", pod.UID)
+		return
+	}
+	if prev == nil || prev.UID != pod.UID || !podrules.IsTerminal(prev.Status.Phase) || prev.Status.Reason == FailedValidationReason {
+		return
+	}
+	klog.V(2).InfoS("Desired pod already terminal on this node", "pod", klog.KObj(pod), "podUID", pod.UID,
+		"phase", prev.Status.Phase, "reason", prev.Status.Reason)
+	pod.Status = prev.Status
 }

@@ -97,3 +97,44 @@ func TestGracefulDeleteRunsPreStopAndHonoursGrace(t *testing.T) {
 	})
 	t.Logf("wall time %s", time.Since(start).Round(time.Millisecond))
 }
+
+// An operator who applies a pod again while it is being deleted (the UID
+// kept and the deletion timestamp gone, as actorletctl apply writes it) gets
+// the pod back: it runs again with a new container, and is not left stopped
+// with its desired key never finalized.
+func TestReapplyWhileDeletingRunsThePodAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	pod := e.pod("reapplied", shell("app", `trap "" TERM; while :; do sleep 1; done`))
+	long := int64(3600) // the kill would outlast the test: only the re-apply ends it
+	pod.Spec.TerminationGracePeriodSeconds = &long
+	e.apply(pod)
+	first := e.waitPod("reapplied", 30*time.Second, running)
+
+	e.deleteGracefully("reapplied", long)
+	e.waitPod("reapplied", 30*time.Second, func(p *v1.Pod) error {
+		if p.DeletionTimestamp == nil {
+			return fmt.Errorf("deletion not seen yet")
+		}
+		return nil
+	})
+	e.apply(pod)
+	again := e.waitPod("reapplied", 30*time.Second, func(p *v1.Pod) error {
+		if p.DeletionTimestamp != nil {
+			return fmt.Errorf("still being deleted")
+		}
+		if err := running(p); err != nil {
+			return err
+		}
+		if p.Status.ContainerStatuses[0].ContainerID == first.Status.ContainerStatuses[0].ContainerID {
+			return fmt.Errorf("the first container still runs")
+		}
+		return nil
+	})
+	if again.UID != first.UID {
+		t.Errorf("UID %s after the re-apply, want the kept %s", again.UID, first.UID)
+	}
+	if ok, err := e.desiredExists("reapplied"); err != nil || !ok {
+		t.Errorf("desired key of the re-applied pod: exists %v, err %v", ok, err)
+	}
+}
