@@ -25,6 +25,7 @@ import (
 	"github.com/actorlet/actorlet/cri/imagegc"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages/podrules"
+	"github.com/actorlet/actorlet/node/allocatable"
 )
 
 // Config is everything the agent can be told, by flag or by the --config
@@ -59,6 +60,18 @@ type Config struct {
 	ImageGCLowThresholdPercent  int           `json:"imageGCLowThresholdPercent"`
 	ImageMinimumGCAge           time.Duration `json:"imageMinimumGCAge"`
 	ImageMaximumGCAge           time.Duration `json:"imageMaximumGCAge"`
+
+	// Reservations and QoS cgroups, as the kubelet's flags of the same
+	// names (node/allocatable, cri/cm). SystemReserved and KubeReserved
+	// are cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000;
+	// EvictionHard's memory.available (and nodefs.available) thresholds
+	// count in Allocatable; EnforceNodeAllocatable is "pods" or "none".
+	SystemReserved         string `json:"systemReserved"`
+	KubeReserved           string `json:"kubeReserved"`
+	EvictionHard           string `json:"evictionHard"`
+	EnforceNodeAllocatable string `json:"enforceNodeAllocatable"`
+	CgroupsPerQOS          bool   `json:"cgroupsPerQOS"`
+	CgroupDriver           string `json:"cgroupDriver"`
 
 	SyncFrequency             time.Duration `json:"syncFrequency"`
 	RelistPeriod              time.Duration `json:"relistPeriod"`
@@ -259,6 +272,10 @@ func DefaultConfig() Config {
 		ImageGCHighThresholdPercent:    imagegc.DefaultPolicy().HighThresholdPercent,
 		ImageGCLowThresholdPercent:     imagegc.DefaultPolicy().LowThresholdPercent,
 		ImageMinimumGCAge:              imagegc.DefaultPolicy().MinAge,
+		EvictionHard:                   allocatable.DefaultEvictionHard,
+		EnforceNodeAllocatable:         "pods",
+		CgroupsPerQOS:                  true,
+		CgroupDriver:                   "cgroupfs",
 		SyncFrequency:                  time.Minute,
 		RelistPeriod:                   time.Second,
 		NodeStatusUpdateFrequency:      10 * time.Second,
@@ -303,6 +320,12 @@ func ParseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.ImageGCLowThresholdPercent, "image-gc-low-threshold", cfg.ImageGCLowThresholdPercent, "percent of the image filesystem's disk usage image garbage collection frees down to (below the high threshold)")
 	fs.DurationVar(&cfg.ImageMinimumGCAge, "image-minimum-gc-age", cfg.ImageMinimumGCAge, "least age of an unused image before it is garbage collected")
 	fs.DurationVar(&cfg.ImageMaximumGCAge, "image-maximum-gc-age", cfg.ImageMaximumGCAge, "an image unused for this long is garbage collected whatever the disk usage (0: off)")
+	fs.StringVar(&cfg.SystemReserved, "system-reserved", cfg.SystemReserved, "resources held back for the system, cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000: subtracted from the node's Allocatable")
+	fs.StringVar(&cfg.KubeReserved, "kube-reserved", cfg.KubeReserved, "resources held back for the agent and the bus, in --system-reserved's form: subtracted from the node's Allocatable")
+	fs.StringVar(&cfg.EvictionHard, "eviction-hard", cfg.EvictionHard, "hard eviction thresholds, signal<quantity or signal<percent%, comma-separated; memory.available's and nodefs.available's count in the node's Allocatable")
+	fs.StringVar(&cfg.EnforceNodeAllocatable, "enforce-node-allocatable", cfg.EnforceNodeAllocatable, "pods: limit the kubepods cgroup to capacity minus --system-reserved and --kube-reserved; none: do not (needs --cgroups-per-qos)")
+	fs.BoolVar(&cfg.CgroupsPerQOS, "cgroups-per-qos", cfg.CgroupsPerQOS, "run pods in the kubelet's QoS cgroup hierarchy (kubepods, burstable, besteffort, one cgroup per pod with its limits); turned off with a message where the agent is not root or the cgroup hierarchy is not writable")
+	fs.StringVar(&cfg.CgroupDriver, "cgroup-driver", cfg.CgroupDriver, "cgroupfs or systemd (the systemd driver needs systemd as PID 1): how pod cgroups are named and created; must match the container runtime's")
 	fs.DurationVar(&cfg.SyncFrequency, "sync-frequency", cfg.SyncFrequency, "resync interval of a healthy pod")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", cfg.RelistPeriod, "PLEG relist interval (sub-second allowed)")
 	fs.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", cfg.NodeStatusUpdateFrequency, "node heartbeat period")
@@ -436,10 +459,43 @@ func (c *Config) complete() error {
 		errs = append(errs, fmt.Errorf("node-status-update-frequency: must be positive, got %s", c.NodeStatusUpdateFrequency))
 	}
 	errs = append(errs, c.validateShutdown()...)
+	if _, err := c.Reservations(); err != nil {
+		errs = append(errs, err)
+	}
+	switch c.EnforceNodeAllocatable {
+	case "pods", "none", "":
+	case "system-reserved", "kube-reserved":
+		errs = append(errs, fmt.Errorf("enforce-node-allocatable: %q is not supported (the system-reserved and kube-reserved cgroups are not managed): pods or none", c.EnforceNodeAllocatable))
+	default:
+		errs = append(errs, fmt.Errorf("enforce-node-allocatable: %q: want pods or none", c.EnforceNodeAllocatable))
+	}
+	switch c.CgroupDriver {
+	case "cgroupfs", "systemd":
+	default:
+		errs = append(errs, fmt.Errorf("cgroup-driver: %q: want cgroupfs or systemd", c.CgroupDriver))
+	}
 	if err := c.NATS.Protocol().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("nats-replicas/nats-placement-*: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// Reservations is what --system-reserved, --kube-reserved and
+// --eviction-hard hold back from the node's capacity.
+func (c *Config) Reservations() (allocatable.Config, error) {
+	var out allocatable.Config
+	var errs []error
+	var err error
+	if out.SystemReserved, err = allocatable.ParseReservation("system-reserved", c.SystemReserved); err != nil {
+		errs = append(errs, err)
+	}
+	if out.KubeReserved, err = allocatable.ParseReservation("kube-reserved", c.KubeReserved); err != nil {
+		errs = append(errs, err)
+	}
+	if out.EvictionHard, err = allocatable.ParseEvictionHard("eviction-hard", c.EvictionHard); err != nil {
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
 }
 
 // ImageGCPolicy is the image garbage collection policy the flags give.

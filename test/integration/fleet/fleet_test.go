@@ -34,6 +34,7 @@ func TestFleet(t *testing.T) {
 		{"Debug", testDebug},
 		{"KubectlForms", testKubectlForms},
 		{"Admission", testAdmission},
+		{"Allocatable", testAllocatable},
 		{"DebugRefusedWithoutExec", testDebugRefusedWithoutExec},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
