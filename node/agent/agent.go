@@ -201,6 +201,14 @@ func (a *Agent) start(ctx context.Context) error {
 	if a.imageGC != nil {
 		imageUsed = a.imageGC.MarkUsed
 	}
+	cgroupManager, err := a.startCgroups()
+	if err != nil {
+		return err
+	}
+	var podCgroups kuberuntime.PodCgroups
+	if cgroupManager != nil {
+		podCgroups = cgroupManager
+	}
 	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
 		PodLogsDir:  cfg.PodLogsDir,
 		PodsDir:     filepath.Join(cfg.RootDir, "pods"),
@@ -212,6 +220,7 @@ func (a *Agent) start(ctx context.Context) error {
 		// A debug container runs the operator's command as exec does.
 		DenyEphemeralContainers: !cfg.AllowExec,
 		ImageUsed:               imageUsed,
+		PodCgroups:              podCgroups,
 	})
 	if err := a.startActors(); err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/cm"
 	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/cri/imagegc"
 	"github.com/actorlet/actorlet/cri/procruntime"
@@ -72,6 +73,7 @@ type Config struct {
 	EnforceNodeAllocatable string `json:"enforceNodeAllocatable"`
 	CgroupsPerQOS          bool   `json:"cgroupsPerQOS"`
 	CgroupDriver           string `json:"cgroupDriver"`
+	CgroupRoot             string `json:"cgroupRoot"`
 
 	SyncFrequency             time.Duration `json:"syncFrequency"`
 	RelistPeriod              time.Duration `json:"relistPeriod"`
@@ -121,6 +123,9 @@ type Config struct {
 // the best raw CRI concurrency of the same runs; at 4 the runtime idles
 // between calls that mostly wait (shim start, network set-up).
 const defaultMaxParallelRuntimeCalls = 8
+
+// maxCgroupRoot bounds --cgroup-root.
+const maxCgroupRoot = 256
 
 // maxParallelRuntimeCallsLimit is the largest bound --max-parallel-runtime-calls
 // takes: past it the bound means nothing.
@@ -276,6 +281,7 @@ func DefaultConfig() Config {
 		EnforceNodeAllocatable:         "pods",
 		CgroupsPerQOS:                  true,
 		CgroupDriver:                   "cgroupfs",
+		CgroupRoot:                     "/",
 		SyncFrequency:                  time.Minute,
 		RelistPeriod:                   time.Second,
 		NodeStatusUpdateFrequency:      10 * time.Second,
@@ -326,6 +332,7 @@ func ParseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.EnforceNodeAllocatable, "enforce-node-allocatable", cfg.EnforceNodeAllocatable, "pods: limit the kubepods cgroup to capacity minus --system-reserved and --kube-reserved; none: do not (needs --cgroups-per-qos)")
 	fs.BoolVar(&cfg.CgroupsPerQOS, "cgroups-per-qos", cfg.CgroupsPerQOS, "run pods in the kubelet's QoS cgroup hierarchy (kubepods, burstable, besteffort, one cgroup per pod with its limits); turned off with a message where the agent is not root or the cgroup hierarchy is not writable")
 	fs.StringVar(&cfg.CgroupDriver, "cgroup-driver", cfg.CgroupDriver, "cgroupfs or systemd (the systemd driver needs systemd as PID 1): how pod cgroups are named and created; must match the container runtime's")
+	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", cfg.CgroupRoot, "cgroup the QoS hierarchy is made under (/kubepods with the default /)")
 	fs.DurationVar(&cfg.SyncFrequency, "sync-frequency", cfg.SyncFrequency, "resync interval of a healthy pod")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", cfg.RelistPeriod, "PLEG relist interval (sub-second allowed)")
 	fs.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", cfg.NodeStatusUpdateFrequency, "node heartbeat period")
@@ -469,10 +476,16 @@ func (c *Config) complete() error {
 	default:
 		errs = append(errs, fmt.Errorf("enforce-node-allocatable: %q: want pods or none", c.EnforceNodeAllocatable))
 	}
-	switch c.CgroupDriver {
-	case "cgroupfs", "systemd":
-	default:
-		errs = append(errs, fmt.Errorf("cgroup-driver: %q: want cgroupfs or systemd", c.CgroupDriver))
+	if _, err := cm.ParseDriver(c.CgroupDriver); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case c.CgroupRoot == "":
+		c.CgroupRoot = "/"
+	case len(c.CgroupRoot) > maxCgroupRoot:
+		errs = append(errs, fmt.Errorf("cgroup-root: %d bytes, limit is %d", len(c.CgroupRoot), maxCgroupRoot))
+	case !strings.HasPrefix(c.CgroupRoot, "/") || strings.Contains(c.CgroupRoot, "..") || strings.ContainsRune(c.CgroupRoot, 0):
+		errs = append(errs, fmt.Errorf("cgroup-root: %q: want an absolute cgroup path without \"..\"", c.CgroupRoot))
 	}
 	if err := c.NATS.Protocol().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("nats-replicas/nats-placement-*: %w", err))

@@ -65,7 +65,7 @@ nats:
 					ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
 					ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, ImageMinimumGCAge: 2 * time.Minute,
 					MaxInteractiveSessions: 4, StreamingConnectionIdleTimeout: 30 * time.Minute,
-					EvictionHard: allocatable.DefaultEvictionHard, EnforceNodeAllocatable: "pods", CgroupsPerQOS: true, CgroupDriver: "cgroupfs",
+					EvictionHard: allocatable.DefaultEvictionHard, EnforceNodeAllocatable: "pods", CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/",
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
 				if !reflect.DeepEqual(c, want) {
 					t.Errorf("config =\n%+v\nwant\n%+v", c, want)
@@ -135,6 +135,7 @@ nats:
 		{name: "unknown kube-reserved resource", args: []string{"--node-name", "n1", "--kube-reserved", "gpu=1"}, wantErr: []string{"kube-reserved: gpu: unknown resource"}},
 		{name: "bad eviction-hard", args: []string{"--node-name", "n1", "--eviction-hard", "memory.available<lots"}, wantErr: []string{"eviction-hard: memory.available<lots"}},
 		{name: "enforce system-reserved", args: []string{"--node-name", "n1", "--enforce-node-allocatable", "system-reserved"}, wantErr: []string{`enforce-node-allocatable: "system-reserved" is not supported`}},
+		{name: "relative cgroup root", args: []string{"--node-name", "n1", "--cgroup-root", "../x"}, wantErr: []string{`cgroup-root: "../x": want an absolute cgroup path`}},
 		{name: "bad cgroup driver", args: []string{"--node-name", "n1", "--cgroup-driver", "lxc"}, wantErr: []string{`cgroup-driver: "lxc": want cgroupfs or systemd`}},
 		{name: "bad session limit", args: []string{"--node-name", "n1", "--max-interactive-sessions", "-3"}, wantErr: []string{"max-interactive-sessions", "must be positive"}},
 		{name: "bad stream idle timeout", args: []string{"--node-name", "n1", "--streaming-connection-idle-timeout", "0s"}, wantErr: []string{"streaming-connection-idle-timeout", "must be positive"}},

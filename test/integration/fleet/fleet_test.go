@@ -35,6 +35,7 @@ func TestFleet(t *testing.T) {
 		{"KubectlForms", testKubectlForms},
 		{"Admission", testAdmission},
 		{"Allocatable", testAllocatable},
+		{"QOSCgroups", testQOSCgroups},
 		{"DebugRefusedWithoutExec", testDebugRefusedWithoutExec},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
