@@ -221,3 +221,15 @@ func TestManagerCgroupV1(t *testing.T) {
 		t.Error("orphan sweep: besteffort pod should be gone, the kept guaranteed one left")
 	}
 }
+
+// The systemd driver where systemd is not PID 1 is refused with the reason
+// and what to do.
+func TestCheckSystemdDriverWithoutSystemd(t *testing.T) {
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd runs here")
+	}
+	err := Check(DriverSystemd)
+	if err == nil || !strings.Contains(err.Error(), "systemd is not running as PID 1") || !strings.Contains(err.Error(), "--cgroup-driver=cgroupfs") {
+		t.Errorf("Check(systemd) = %v", err)
+	}
+}

@@ -48,15 +48,19 @@ type podCgroup struct {
 	cpuMilli int64
 }
 
+// ErrNoSystemd: the systemd driver was asked for on a host without
+// systemd.
+var ErrNoSystemd = errors.New("cgroup-driver systemd: systemd is not running as PID 1 on this host (use --cgroup-driver=cgroupfs)")
+
 // Check says why QoS cgroups cannot work here (nil: they can): the
 // agent must be root, the systemd driver needs systemd as PID 1, and the
 // cgroup hierarchy must be writable.
 func Check(d Driver) error {
+	if d == DriverSystemd && !systemd.IsRunningSystemd() {
+		return ErrNoSystemd
+	}
 	if os.Geteuid() != 0 {
 		return errors.New("the agent is not root: cgroups cannot be created")
-	}
-	if d == DriverSystemd && !systemd.IsRunningSystemd() {
-		return errors.New("cgroup-driver systemd: systemd is not running as PID 1 on this host (use --cgroup-driver=cgroupfs)")
 	}
 	dir := "/sys/fs/cgroup"
 	if !cgroups.IsCgroup2UnifiedMode() {
@@ -103,7 +107,12 @@ func New(opts Options) (*Manager, error) {
 		}
 	}
 	if err := m.ensure(m.kubepods(), kubepods); err != nil {
-		return nil, err
+		// A limit the kernel refuses (below what pods already use, after a
+		// larger reservation): the hierarchy works, unenforced.
+		if err2 := m.ensure(m.kubepods(), nil); err2 != nil {
+			return nil, err2
+		}
+		klog.ErrorS(err, "Node allocatable is not enforced on the kubepods cgroup")
 	}
 	min := uint64(MinShares)
 	if err := m.ensure(m.kubepods().Child(BestEffortName), &ResourceConfig{CPUShares: &min}); err != nil {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -28,7 +29,7 @@ func (a *Agent) startCgroups() (*cm.Manager, error) {
 		return nil, err
 	}
 	if err := cm.Check(driver); err != nil {
-		if driver == cm.DriverSystemd {
+		if errors.Is(err, cm.ErrNoSystemd) {
 			return nil, err
 		}
 		klog.InfoS("QoS cgroups are off (--cgroups-per-qos=false to silence this): pods run in the runtime's default cgroups, with no pod-level limits", "reason", err.Error())

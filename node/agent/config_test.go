@@ -208,3 +208,18 @@ func TestParseTaints(t *testing.T) {
 		}
 	}
 }
+
+// An agent asked for the systemd cgroup driver on a host without systemd
+// refuses to start, saying why.
+func TestStartRefusesSystemdDriverWithoutSystemd(t *testing.T) {
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd runs here")
+	}
+	cfg := DefaultConfig()
+	cfg.NodeName, cfg.RootDir, cfg.HealthzPort = "n1", t.TempDir(), 0
+	cfg.CgroupDriver = "systemd"
+	a := &Agent{cfg: cfg}
+	if _, err := a.startCgroups(); err == nil || !strings.Contains(err.Error(), "systemd is not running as PID 1") {
+		t.Errorf("startCgroups with the systemd driver: %v", err)
+	}
+}
