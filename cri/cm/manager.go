@@ -46,6 +46,7 @@ type podCgroup struct {
 	name     CgroupName
 	qos      v1.PodQOSClass
 	cpuMilli int64
+	limits   string // ResourceConfig.String of what was written
 }
 
 // ErrNoSystemd: the systemd driver was asked for on a host without
@@ -186,6 +187,26 @@ func (m *Manager) ensure(n CgroupName, rc *ResourceConfig) error {
 	return nil
 }
 
+// dir is cgroup n's directory in the memory hierarchy (cgroup v1) or the
+// unified one (v2).
+func (m *Manager) dir(n CgroupName) string {
+	base := "/sys/fs/cgroup"
+	if !cgroups.IsCgroup2UnifiedMode() {
+		base = filepath.Join(base, "memory")
+	}
+	if m.opts.Driver == DriverSystemd {
+		return filepath.Join(base, n.Systemd())
+	}
+	return filepath.Join(base, n.Cgroupfs())
+}
+
+// exists reports whether cgroup n exists (a stat: a manager of the
+// library reads the mount table each time).
+func (m *Manager) exists(n CgroupName) bool {
+	_, err := os.Stat(m.dir(n))
+	return err == nil
+}
+
 // destroy removes cgroup n and any cgroup below it.
 func (m *Manager) destroy(n CgroupName) error {
 	mgr, err := cgmanager.New(m.config(n, nil))
@@ -204,13 +225,20 @@ func (m *Manager) destroy(n CgroupName) error {
 func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
 	qos := podrules.QOSClass(pod)
 	name := PodCgroupName(m.root, qos, pod.UID)
+	rc := ResourceConfigForPod(pod, true)
+	key := rc.String()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.ensure(name, ResourceConfigForPod(pod, true)); err != nil {
+	prev, known := m.pods[pod.UID]
+	// A live pod is synced again and again: its cgroup, made with these
+	// limits since start and still there, is left alone.
+	if known && prev.limits == key && prev.qos == qos && m.exists(name) {
+		return m.Name(name), nil
+	}
+	if err := m.ensure(name, rc); err != nil {
 		return "", err
 	}
-	prev, known := m.pods[pod.UID]
-	m.pods[pod.UID] = podCgroup{name: name, qos: qos, cpuMilli: podCPURequests(pod)}
+	m.pods[pod.UID] = podCgroup{name: name, qos: qos, cpuMilli: podCPURequests(pod), limits: key}
 	if !known || prev.cpuMilli != m.pods[pod.UID].cpuMilli || prev.qos != qos {
 		m.updateQOSLocked()
 	}
@@ -251,17 +279,9 @@ func (m *Manager) RemovePod(uid types.UID) error {
 
 // PodCgroups lists the UIDs of the pod cgroups present in the hierarchy.
 func (m *Manager) PodCgroups() ([]types.UID, error) {
-	base := "/sys/fs/cgroup"
-	if !cgroups.IsCgroup2UnifiedMode() {
-		base = filepath.Join(base, "memory")
-	}
 	seen := map[types.UID]bool{}
 	for _, parent := range []CgroupName{m.kubepods(), m.kubepods().Child(BurstableName), m.kubepods().Child(BestEffortName)} {
-		dir := filepath.Join(base, parent.Cgroupfs())
-		if m.opts.Driver == DriverSystemd {
-			dir = filepath.Join(base, parent.Systemd())
-		}
-		entries, err := os.ReadDir(dir)
+		entries, err := os.ReadDir(m.dir(parent))
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue

@@ -1,6 +1,9 @@
 package cm
 
 import (
+	"strconv"
+	"strings"
+
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
@@ -25,6 +28,27 @@ type ResourceConfig struct {
 	CPUPeriod *uint64
 	Memory    *int64 // bytes
 	PidsLimit *int64
+}
+
+// String shows the set fields, e.g. "shares=256 memory=67108864".
+func (rc *ResourceConfig) String() string {
+	var parts []string
+	if rc.CPUShares != nil {
+		parts = append(parts, "shares="+strconv.FormatUint(*rc.CPUShares, 10))
+	}
+	if rc.CPUQuota != nil {
+		parts = append(parts, "quota="+strconv.FormatInt(*rc.CPUQuota, 10))
+	}
+	if rc.CPUPeriod != nil {
+		parts = append(parts, "period="+strconv.FormatUint(*rc.CPUPeriod, 10))
+	}
+	if rc.Memory != nil {
+		parts = append(parts, "memory="+strconv.FormatInt(*rc.Memory, 10))
+	}
+	if rc.PidsLimit != nil {
+		parts = append(parts, "pids="+strconv.FormatInt(*rc.PidsLimit, 10))
+	}
+	return strings.Join(parts, " ")
 }
 
 // MilliCPUToShares converts milli-CPUs to cpu.shares, clamped to the
