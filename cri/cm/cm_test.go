@@ -136,9 +136,26 @@ func TestManagerCgroupV1(t *testing.T) {
 		t.Skip("cgroup v2 host: this test reads v1 files")
 	}
 	root := "/actorlet-cm-test-" + strconv.Itoa(os.Getpid())
-	m, err := New(Options{Driver: DriverCgroupfs, Root: root, PodsLimit: rl("cpu", "1500m", "memory", "1Gi", "pid", "500")})
+	// The system daemons' cgroup exists before the agent (under the test's
+	// root, so it goes with it).
+	system := root + "/system.slice"
+	if err := (&Manager{opts: Options{Driver: DriverCgroupfs}}).ensure(RootName(system), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Options{Driver: DriverCgroupfs, Root: root, Reserved: []ReservedCgroup{{Flag: "kube-reserved-cgroup", Path: root + "/missing"}}}); err == nil ||
+		!strings.Contains(err.Error(), "kube-reserved-cgroup "+root+"/missing: the cgroup does not exist") {
+		t.Errorf("a reserved cgroup that does not exist: %v", err)
+	}
+	m, err := New(Options{Driver: DriverCgroupfs, Root: root, PodsLimit: rl("cpu", "1500m", "memory", "1Gi", "pid", "500"),
+		Reserved: []ReservedCgroup{{Flag: "system-reserved-cgroup", Path: system, Limits: rl("cpu", "500m", "memory", "256Mi")}}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := v1File(t, "memory", system, "memory.limit_in_bytes"); got != strconv.Itoa(256<<20) {
+		t.Errorf("system-reserved cgroup memory limit %s", got)
+	}
+	if got := v1File(t, "cpu", system, "cpu.shares"); got != "512" {
+		t.Errorf("system-reserved cgroup cpu.shares %s", got)
 	}
 	t.Cleanup(func() {
 		if err := m.Destroy(); err != nil {

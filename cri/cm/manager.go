@@ -29,6 +29,36 @@ type Options struct {
 	// PodsLimit, when not nil (--enforce-node-allocatable=pods), limits
 	// the kubepods cgroup: cpu as shares, memory, pid as the pids limit.
 	PodsLimit v1.ResourceList
+	// Reserved are existing cgroups limited to their reservation
+	// (--enforce-node-allocatable system-reserved / kube-reserved).
+	Reserved []ReservedCgroup
+}
+
+// ReservedCgroup is an existing cgroup (a cgroupfs path such as
+// /system.slice) and what it is limited to: cpu as shares, memory, pid.
+type ReservedCgroup struct {
+	Flag   string // the flag that named it, for errors
+	Path   string
+	Limits v1.ResourceList
+}
+
+// limitsConfig is the ResourceConfig of a reservation or of kubepods'
+// limit: cpu as shares, memory, pid as the pids limit.
+func limitsConfig(l v1.ResourceList) *ResourceConfig {
+	rc := &ResourceConfig{}
+	if q, ok := l[v1.ResourceCPU]; ok {
+		s := MilliCPUToShares(q.MilliValue())
+		rc.CPUShares = &s
+	}
+	if q, ok := l[v1.ResourceMemory]; ok {
+		v := q.Value()
+		rc.Memory = &v
+	}
+	if q, ok := l[allocatable.ResourcePID]; ok {
+		v := q.Value()
+		rc.PidsLimit = &v
+	}
+	return rc
 }
 
 // Manager keeps the QoS hierarchy and the pods' cgroups. It is safe for
@@ -93,19 +123,8 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{opts: opts, root: RootName(opts.Root), pods: map[types.UID]podCgroup{}}
 	kubepods := &ResourceConfig{}
-	if l := opts.PodsLimit; l != nil {
-		if q, ok := l[v1.ResourceCPU]; ok {
-			s := MilliCPUToShares(q.MilliValue())
-			kubepods.CPUShares = &s
-		}
-		if q, ok := l[v1.ResourceMemory]; ok {
-			v := q.Value()
-			kubepods.Memory = &v
-		}
-		if q, ok := l[allocatable.ResourcePID]; ok {
-			v := q.Value()
-			kubepods.PidsLimit = &v
-		}
+	if opts.PodsLimit != nil {
+		kubepods = limitsConfig(opts.PodsLimit)
 	}
 	if err := m.ensure(m.kubepods(), kubepods); err != nil {
 		// A limit the kernel refuses (below what pods already use, after a
@@ -114,6 +133,16 @@ func New(opts Options) (*Manager, error) {
 			return nil, err2
 		}
 		klog.ErrorS(err, "Node allocatable is not enforced on the kubepods cgroup")
+	}
+	for _, r := range opts.Reserved {
+		n := RootName(r.Path)
+		if len(n) == 0 || !m.exists(n) {
+			return nil, fmt.Errorf("%s %s: the cgroup does not exist (it must, to be limited to its reservation)", r.Flag, r.Path)
+		}
+		if err := m.ensure(n, limitsConfig(r.Limits)); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Flag, err)
+		}
+		klog.InfoS("Reservation enforced on its cgroup", "cgroup", r.Path, "limits", r.Limits)
 	}
 	min := uint64(MinShares)
 	if err := m.ensure(m.kubepods().Child(BestEffortName), &ResourceConfig{CPUShares: &min}); err != nil {

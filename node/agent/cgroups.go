@@ -36,7 +36,17 @@ func (a *Agent) startCgroups() (*cm.Manager, error) {
 		return nil, nil
 	}
 	opts := cm.Options{Driver: driver, Root: cfg.CgroupRoot}
-	if cfg.EnforceNodeAllocatable == "pods" {
+	enforced, err := cfg.enforced()
+	if err != nil {
+		return nil, err
+	}
+	if enforced["system-reserved"] {
+		opts.Reserved = append(opts.Reserved, cm.ReservedCgroup{Flag: "system-reserved-cgroup", Path: cfg.SystemReservedCgroup, Limits: a.reserved.SystemReserved})
+	}
+	if enforced["kube-reserved"] {
+		opts.Reserved = append(opts.Reserved, cm.ReservedCgroup{Flag: "kube-reserved-cgroup", Path: cfg.KubeReservedCgroup, Limits: a.reserved.KubeReserved})
+	}
+	if enforced["pods"] {
 		capacity := allocatable.Capacity(cfg.MaxPods, memTotal())
 		if _, ok := a.reserved.SystemReserved[allocatable.ResourcePID]; ok {
 			capacity[allocatable.ResourcePID] = pidMax()

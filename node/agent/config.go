@@ -66,11 +66,15 @@ type Config struct {
 	// names (node/allocatable, cri/cm). SystemReserved and KubeReserved
 	// are cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000;
 	// EvictionHard's memory.available (and nodefs.available) thresholds
-	// count in Allocatable; EnforceNodeAllocatable is "pods" or "none".
+	// count in Allocatable; EnforceNodeAllocatable is "none" or a list of
+	// pods, system-reserved, kube-reserved (the last two limit
+	// SystemReservedCgroup / KubeReservedCgroup, which must exist).
 	SystemReserved         string `json:"systemReserved"`
 	KubeReserved           string `json:"kubeReserved"`
 	EvictionHard           string `json:"evictionHard"`
 	EnforceNodeAllocatable string `json:"enforceNodeAllocatable"`
+	SystemReservedCgroup   string `json:"systemReservedCgroup"`
+	KubeReservedCgroup     string `json:"kubeReservedCgroup"`
 	CgroupsPerQOS          bool   `json:"cgroupsPerQOS"`
 	CgroupDriver           string `json:"cgroupDriver"`
 	CgroupRoot             string `json:"cgroupRoot"`
@@ -329,7 +333,9 @@ func ParseFlags(args []string) (Config, error) {
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", cfg.SystemReserved, "resources held back for the system, cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000: subtracted from the node's Allocatable")
 	fs.StringVar(&cfg.KubeReserved, "kube-reserved", cfg.KubeReserved, "resources held back for the agent and the bus, in --system-reserved's form: subtracted from the node's Allocatable")
 	fs.StringVar(&cfg.EvictionHard, "eviction-hard", cfg.EvictionHard, "hard eviction thresholds, signal<quantity or signal<percent%, comma-separated; memory.available's and nodefs.available's count in the node's Allocatable")
-	fs.StringVar(&cfg.EnforceNodeAllocatable, "enforce-node-allocatable", cfg.EnforceNodeAllocatable, "pods: limit the kubepods cgroup to capacity minus --system-reserved and --kube-reserved; none: do not (needs --cgroups-per-qos)")
+	fs.StringVar(&cfg.EnforceNodeAllocatable, "enforce-node-allocatable", cfg.EnforceNodeAllocatable, "comma-separated: pods (limit the kubepods cgroup to capacity minus --system-reserved and --kube-reserved), system-reserved and kube-reserved (limit --system-reserved-cgroup / --kube-reserved-cgroup to the reservation); none: nothing (needs --cgroups-per-qos)")
+	fs.StringVar(&cfg.SystemReservedCgroup, "system-reserved-cgroup", cfg.SystemReservedCgroup, "existing cgroup of the system's daemons, limited to --system-reserved when --enforce-node-allocatable has system-reserved (e.g. /system.slice)")
+	fs.StringVar(&cfg.KubeReservedCgroup, "kube-reserved-cgroup", cfg.KubeReservedCgroup, "existing cgroup of the agent and the bus, limited to --kube-reserved when --enforce-node-allocatable has kube-reserved")
 	fs.BoolVar(&cfg.CgroupsPerQOS, "cgroups-per-qos", cfg.CgroupsPerQOS, "run pods in the kubelet's QoS cgroup hierarchy (kubepods, burstable, besteffort, one cgroup per pod with its limits); turned off with a message where the agent is not root or the cgroup hierarchy is not writable")
 	fs.StringVar(&cfg.CgroupDriver, "cgroup-driver", cfg.CgroupDriver, "cgroupfs or systemd (the systemd driver needs systemd as PID 1): how pod cgroups are named and created; must match the container runtime's")
 	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", cfg.CgroupRoot, "cgroup the QoS hierarchy is made under (/kubepods with the default /)")
@@ -469,28 +475,70 @@ func (c *Config) complete() error {
 	if _, err := c.Reservations(); err != nil {
 		errs = append(errs, err)
 	}
-	switch c.EnforceNodeAllocatable {
-	case "pods", "none", "":
-	case "system-reserved", "kube-reserved":
-		errs = append(errs, fmt.Errorf("enforce-node-allocatable: %q is not supported (the system-reserved and kube-reserved cgroups are not managed): pods or none", c.EnforceNodeAllocatable))
-	default:
-		errs = append(errs, fmt.Errorf("enforce-node-allocatable: %q: want pods or none", c.EnforceNodeAllocatable))
+	if _, err := c.enforced(); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := cm.ParseDriver(c.CgroupDriver); err != nil {
 		errs = append(errs, err)
 	}
-	switch {
-	case c.CgroupRoot == "":
+	if c.CgroupRoot == "" {
 		c.CgroupRoot = "/"
-	case len(c.CgroupRoot) > maxCgroupRoot:
-		errs = append(errs, fmt.Errorf("cgroup-root: %d bytes, limit is %d", len(c.CgroupRoot), maxCgroupRoot))
-	case !strings.HasPrefix(c.CgroupRoot, "/") || strings.Contains(c.CgroupRoot, "..") || strings.ContainsRune(c.CgroupRoot, 0):
-		errs = append(errs, fmt.Errorf("cgroup-root: %q: want an absolute cgroup path without \"..\"", c.CgroupRoot))
+	}
+	if err := checkCgroupPath("cgroup-root", c.CgroupRoot); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.NATS.Protocol().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("nats-replicas/nats-placement-*: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// enforced parses --enforce-node-allocatable ("none" or a list of pods,
+// system-reserved, kube-reserved) and checks the cgroups it needs.
+func (c *Config) enforced() (map[string]bool, error) {
+	out := map[string]bool{}
+	v := strings.TrimSpace(c.EnforceNodeAllocatable)
+	if v == "" || v == "none" {
+		return out, nil
+	}
+	if len(v) > 64 {
+		return nil, fmt.Errorf("enforce-node-allocatable: %d bytes, limit is 64", len(v))
+	}
+	var errs []error
+	for _, e := range strings.Split(v, ",") {
+		switch e = strings.TrimSpace(e); e {
+		case "pods", "system-reserved", "kube-reserved":
+			out[e] = true
+		default:
+			errs = append(errs, fmt.Errorf("enforce-node-allocatable: %q: want none or a list of pods, system-reserved, kube-reserved", e))
+		}
+	}
+	for _, r := range []struct{ key, flag, cgroup string }{
+		{"system-reserved", "system-reserved-cgroup", c.SystemReservedCgroup},
+		{"kube-reserved", "kube-reserved-cgroup", c.KubeReservedCgroup},
+	} {
+		if !out[r.key] {
+			continue
+		}
+		if err := checkCgroupPath(r.flag, r.cgroup); err != nil {
+			errs = append(errs, fmt.Errorf("enforce-node-allocatable has %s: %w", r.key, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// checkCgroupPath checks a cgroup flag's value: an absolute path without
+// "..", bounded.
+func checkCgroupPath(flag, p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%s: required", flag)
+	case len(p) > maxCgroupRoot:
+		return fmt.Errorf("%s: %d bytes, limit is %d", flag, len(p), maxCgroupRoot)
+	case !strings.HasPrefix(p, "/") || strings.Contains(p, "..") || strings.ContainsRune(p, 0):
+		return fmt.Errorf("%s: %q: want an absolute cgroup path without \"..\"", flag, p)
+	}
+	return nil
 }
 
 // Reservations is what --system-reserved, --kube-reserved and
