@@ -480,6 +480,8 @@ func (c *Config) complete() error {
 	}
 	if _, err := cm.ParseDriver(c.CgroupDriver); err != nil {
 		errs = append(errs, err)
+	} else if c.CgroupsPerQOS && c.CgroupDriver == string(cm.DriverSystemd) && c.ContainerRuntimeEndpoint == "" && c.Runtime == nil {
+		errs = append(errs, errors.New("cgroup-driver: systemd: the embedded process runtime takes cgroupfs paths only; use --cgroup-driver=cgroupfs, or give --container-runtime-endpoint"))
 	}
 	if c.CgroupRoot == "" {
 		c.CgroupRoot = "/"

@@ -139,6 +139,7 @@ nats:
 		{name: "hostile enforce list", args: []string{"--node-name", "n1", "--enforce-node-allocatable", strings.Repeat("pods,", 100)}, wantErr: []string{"enforce-node-allocatable: 500 bytes, limit is 64"}},
 		{name: "relative kube-reserved cgroup", args: []string{"--node-name", "n1", "--enforce-node-allocatable", "kube-reserved", "--kube-reserved-cgroup", "actorlet"}, wantErr: []string{`kube-reserved-cgroup: "actorlet": want an absolute cgroup path`}},
 		{name: "relative cgroup root", args: []string{"--node-name", "n1", "--cgroup-root", "../x"}, wantErr: []string{`cgroup-root: "../x": want an absolute cgroup path`}},
+		{name: "systemd driver on the process runtime", args: []string{"--node-name", "n1", "--cgroup-driver", "systemd"}, wantErr: []string{"cgroup-driver: systemd: the embedded process runtime takes cgroupfs paths only"}},
 		{name: "bad cgroup driver", args: []string{"--node-name", "n1", "--cgroup-driver", "lxc"}, wantErr: []string{`cgroup-driver: "lxc": want cgroupfs or systemd`}},
 		{name: "bad session limit", args: []string{"--node-name", "n1", "--max-interactive-sessions", "-3"}, wantErr: []string{"max-interactive-sessions", "must be positive"}},
 		{name: "bad stream idle timeout", args: []string{"--node-name", "n1", "--streaming-connection-idle-timeout", "0s"}, wantErr: []string{"streaming-connection-idle-timeout", "must be positive"}},
