@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -38,10 +39,13 @@ func testAllocatable(t *testing.T, f *fleet) {
 	}
 	f.mustCtl(t, "apply", "-f", withCPU("fits-allocatable", "50m"), "--node", n.name)
 	f.waitRunning(t, n.name, "default", "fits-allocatable")
-	out := f.mustCtl(t, "get", "nodes", "-o", "json")
-	if !strings.Contains(out, `"allocatable"`) || !strings.Contains(out, `"cpu": "100m"`) {
-		t.Errorf("node record lacks allocatable cpu 100m:\n%s", out)
-	}
+	eventually(t, 30*time.Second, func() error {
+		out := f.mustCtl(t, "get", "nodes", "-o", "json")
+		if !strings.Contains(out, `"allocatable"`) || !strings.Contains(out, `"cpu": "100m"`) {
+			return fmt.Errorf("node record lacks allocatable cpu 100m:\n%s", out)
+		}
+		return nil
+	})
 	for _, name := range []string{"fits-capacity", "fits-allocatable"} {
 		f.mustCtl(t, "delete", "pod", name, "--node", n.name)
 	}
