@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,14 @@ import (
 // once.
 func testAdmission(t *testing.T, f *fleet) {
 	n := f.startNode(t, "adm-n1", nil, nil)
+	// apply --node reads the node's entry (its runtime) to refuse before
+	// writing: wait for the first heartbeat, which a loaded machine delays.
+	eventually(t, 30*time.Second, func() error {
+		if !strings.Contains(f.mustCtl(t, "get", "nodes"), n.name) {
+			return fmt.Errorf("node %s not registered yet", n.name)
+		}
+		return nil
+	})
 	dir := t.TempDir()
 	pod := func(name, container string) string {
 		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name +
