@@ -26,7 +26,7 @@ test: ## Run the unit and integration tests with the race detector
 # FUZZ_TARGETS: package:FuzzTarget for every decoder of outside input
 # (go test -fuzz takes one target per invocation).
 FUZZTIME     ?= 10s
-FUZZ_TARGETS := ./sources/validation:FuzzDecodePod ./sources/validation:FuzzDecodeObjects \
+FUZZ_TARGETS := ./messages/validation:FuzzDecodePod ./messages/validation:FuzzDecodeObjects \
 	./sources/file:FuzzStaticPod ./cmd/actorletctl:FuzzSplitManifests \
 	./node/commands:FuzzCommandRequest ./node/commands:FuzzParseCRILogLine \
 	./messages/wire:FuzzDesiredKey ./messages/wire:FuzzNameEncoding \

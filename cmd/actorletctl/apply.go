@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/actorlet/actorlet/messages/validation"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // stringList is a repeatable string flag.

@@ -11,8 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/actorlet/actorlet/messages/validation"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // debug adds an ephemeral container to a running pod, as kubectl debug

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/actorlet/actorlet/messages/validation"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // object is a ConfigMap or Secret read from a manifest.

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/actorlet/actorlet/sources/validation"
+	"github.com/actorlet/actorlet/messages/validation"
 )
 
 // refuseEphemeral (pods are refused at admission for what the runtime

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
-	"github.com/actorlet/actorlet/sources/validation"
+	"github.com/actorlet/actorlet/messages/validation"
 )
 
 // maxAdmissionVerdicts bounds the verdicts waiting for the sync loop; past

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/validation"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // isManifest says whether a directory entry name is a pod manifest: a

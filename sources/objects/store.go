@@ -21,8 +21,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/validation"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // Limits.

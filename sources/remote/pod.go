@@ -10,8 +10,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/validation"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/sources/validation"
 )
 
 // DesiredKeyAnnotation records on every delivered pod the DesiredBucket key

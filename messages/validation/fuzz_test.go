@@ -11,7 +11,7 @@ import (
 // FuzzDecodePod checks that DecodePod never panics, and that whatever it
 // accepts is a Pod that survives a JSON round trip and can be defaulted and
 // validated without panicking. `go test` runs the seed corpus; explore with
-// `go test -run=^$ -fuzz=FuzzDecodePod ./sources/validation/`.
+// `go test -run=^$ -fuzz=FuzzDecodePod ./messages/validation/`.
 func FuzzDecodePod(f *testing.F) {
 	seeds := []string{
 		"",
