@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,15 +33,74 @@ func withHostDir(p *v1.Pod, dir string) *v1.Pod {
 	return p
 }
 
-// waitExited polls CRI until the container exited and returns its status.
-func waitExited(t *testing.T, rt *cri.Client, containerID string, timeout time.Duration) *runtimeapi.ContainerStatus {
+// exitWatch follows the runtime's container events from the moment it
+// starts and keeps the status of every container reported stopped, so a
+// test still sees a container's exit when the node removes it right after
+// (a deleted pod's sandbox goes as soon as its kill is done).
+type exitWatch struct {
+	mu     sync.Mutex
+	exited map[string]*runtimeapi.ContainerStatus
+}
+
+func watchExits(t *testing.T, rt *cri.Client) *exitWatch {
+	t.Helper()
+	w := &exitWatch{exited: map[string]*runtimeapi.ContainerStatus{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan *runtimeapi.ContainerEventResponse, 64)
+	established := make(chan struct{})
+	var once sync.Once
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = rt.GetContainerEvents(ctx, ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) { once.Do(func() { close(established) }) })
+	}()
+	go func() {
+		for {
+			select {
+			case e := <-ch:
+				if e.GetContainerEventType() != runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT {
+					continue
+				}
+				for _, cs := range e.GetContainersStatuses() {
+					if cs.GetId() == e.GetContainerId() && cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+						w.mu.Lock()
+						w.exited[cs.GetId()] = cs
+						w.mu.Unlock()
+					}
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-established:
+	case <-done:
+		t.Fatal("the runtime's container events ended before they were established")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runtime's container events not established within 10s")
+	}
+	return w
+}
+
+// waitExited waits until the container exited and returns its status: from
+// the runtime's events, or, where they are late, from CRI while it still
+// has the container.
+func (w *exitWatch) waitExited(t *testing.T, rt *cri.Client, containerID string, timeout time.Duration) *runtimeapi.ContainerStatus {
 	t.Helper()
 	id := strings.TrimPrefix(containerID, "containerd://")
 	var st *runtimeapi.ContainerStatus
 	eventually(t, timeout, func() error {
+		w.mu.Lock()
+		st = w.exited[id]
+		w.mu.Unlock()
+		if st != nil {
+			return nil
+		}
 		resp, err := rt.ContainerStatus(context.Background(), id, false)
 		if err != nil {
-			return fmt.Errorf("container %s: %w", id, err)
+			return fmt.Errorf("container %s: no exit event yet, and %w", id, err)
 		}
 		if resp.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED {
 			return fmt.Errorf("container %s: %s", id, resp.Status.State)
@@ -57,6 +117,7 @@ func waitExited(t *testing.T, rt *cri.Client, containerID string, timeout time.D
 func TestGracefulDelete(t *testing.T) {
 	a := startAgent(t, agentOptions{})
 	rt := criFor(t)
+	exits := watchExits(t, rt)
 	dirA, dirB := t.TempDir(), t.TempDir()
 
 	graceful := withHostDir(shPod("graceful", trapTERM), dirA)
@@ -88,7 +149,7 @@ func TestGracefulDelete(t *testing.T) {
 		}
 		return nil
 	})
-	st := waitExited(t, rt, pods["graceful"], 30*time.Second)
+	st := exits.waitExited(t, rt, pods["graceful"], 30*time.Second)
 	took := time.Unix(0, st.FinishedAt).Sub(deleted)
 	t.Logf("graceful: exit %d %s after the delete", st.ExitCode, took.Round(time.Millisecond))
 	if st.ExitCode != 137 {
@@ -119,7 +180,7 @@ func TestGracefulDelete(t *testing.T) {
 	eventually(t, 10*time.Second, func() error { return fileHas(filepath.Join(dirB, "events"), "TERM") })
 	time.Sleep(time.Second) // well inside the 60 s grace period
 	a.mustCtl(t, "delete", "pod", "shorten", "-n", namespace, "--grace-period", "2")
-	st = waitExited(t, rt, pods["shorten"], 20*time.Second)
+	st = exits.waitExited(t, rt, pods["shorten"], 20*time.Second)
 	took = time.Unix(0, st.FinishedAt).Sub(first)
 	t.Logf("shorten: exit %d %s after the first delete", st.ExitCode, took.Round(time.Millisecond))
 	if st.ExitCode != 137 || took > 10*time.Second {
