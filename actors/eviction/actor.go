@@ -194,7 +194,7 @@ func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
 	klog.InfoS("Eviction manager: threshold met, attempting to reclaim", "signal", th.Signal, "threshold", quantity.String(), "available", available.String(), "soft", th.Soft)
 	var candidates []*v1.Pod
 	for _, p := range active {
-		if !e.evicted[p.UID] && !critical(p, isStatic) {
+		if !e.evicted[p.UID] && !critical(p) {
 			candidates = append(candidates, p)
 		}
 	}
@@ -220,10 +220,4 @@ func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
 	if ctx.Parent() != nil {
 		ctx.Send(ctx.Parent(), &messages.TerminatePod{UID: pod.UID, Options: opts})
 	}
-}
-
-// isStatic reports a static pod (from the manifest directory): never
-// evicted, as the kubelet's IsStaticPod.
-func isStatic(p *v1.Pod) bool {
-	return p.Annotations[messages.ConfigSourceAnnotation] == messages.SourceFile
 }

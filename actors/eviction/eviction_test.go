@@ -240,26 +240,26 @@ func TestEvictionMessage(t *testing.T) {
 func TestAdmit(t *testing.T) {
 	be, guaranteed := pod("be", 0, ""), pod("g", 0, "1Gi")
 	mem, disk := []v1.NodeConditionType{v1.NodeMemoryPressure}, []v1.NodeConditionType{v1.NodeDiskPressure}
-	if r, _ := Admit(be, nil, isStatic); r != "" {
+	if r, _ := Admit(be, nil); r != "" {
 		t.Errorf("no pressure refused %s", r)
 	}
-	if r, _ := Admit(guaranteed, mem, isStatic); r != "" {
+	if r, _ := Admit(guaranteed, mem); r != "" {
 		t.Errorf("memory pressure refused a guaranteed pod: %s", r)
 	}
-	if r, m := Admit(be, mem, isStatic); r != "Evicted" || m != "The node had condition: [MemoryPressure]. " {
+	if r, m := Admit(be, mem); r != "Evicted" || m != "The node had condition: [MemoryPressure]. " {
 		t.Errorf("memory pressure, best effort: %q %q", r, m)
 	}
 	tolerant := be.DeepCopy()
 	tolerant.Spec.Tolerations = []v1.Toleration{{Key: v1.TaintNodeMemoryPressure, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}}
-	if r, _ := Admit(tolerant, mem, isStatic); r != "" {
+	if r, _ := Admit(tolerant, mem); r != "" {
 		t.Errorf("a best-effort pod tolerating the memory-pressure taint refused: %s", r)
 	}
-	if r, m := Admit(guaranteed, disk, isStatic); r != "Evicted" || m != "The node had condition: [DiskPressure]. " {
+	if r, m := Admit(guaranteed, disk); r != "Evicted" || m != "The node had condition: [DiskPressure]. " {
 		t.Errorf("disk pressure: %q %q", r, m)
 	}
 	static := be.DeepCopy()
 	static.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
-	if r, _ := Admit(static, disk, isStatic); r != "" {
+	if r, _ := Admit(static, disk); r != "" {
 		t.Errorf("a static (critical) pod refused: %s", r)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
+
+	"github.com/actorlet/actorlet/messages"
 )
 
 // The kubelet's words (pkg/kubelet/eviction/helpers.go), trailing spaces
@@ -141,8 +143,8 @@ func byProcesses(get func(*v1.Pod) (PodStats, bool)) cmpFunc {
 
 // critical pods are never evicted: static pods and system-critical
 // priorities (the kubelet's IsCriticalPod).
-func critical(p *v1.Pod, static func(*v1.Pod) bool) bool {
-	return priority(p) >= systemCriticalPriority || (static != nil && static(p))
+func critical(p *v1.Pod) bool {
+	return priority(p) >= systemCriticalPriority || messages.IsStatic(p)
 }
 
 // evictionMessage is the evicted pod's status message, as the kubelet's
@@ -206,8 +208,8 @@ func bestEffort(p *v1.Pod) bool {
 // (those tolerating the memory-pressure taint too); under any other
 // pressure none but critical ones. It returns the reason and message of
 // a refusal, or empty strings.
-func Admit(pod *v1.Pod, conditions []v1.NodeConditionType, static func(*v1.Pod) bool) (reason, message string) {
-	if len(conditions) == 0 || critical(pod, static) {
+func Admit(pod *v1.Pod, conditions []v1.NodeConditionType) (reason, message string) {
+	if len(conditions) == 0 || critical(pod) {
 		return "", ""
 	}
 	if len(conditions) == 1 && conditions[0] == v1.NodeMemoryPressure {
