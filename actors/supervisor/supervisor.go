@@ -51,9 +51,10 @@ type supervisor struct {
 	plegMessage    string
 	imageGCRunning bool // an image collection is in flight
 
-	pleg, prober, status, eviction *actor.PID
-	lostChildren                   map[string]bool // fixed children to respawn, by name
-	stopping                       bool            // the loop itself is stopping
+	pleg, prober, status *actor.PID
+	eviction             *actor.PID      // the eviction manager, when configured
+	lostChildren         map[string]bool // fixed children to respawn, by name
+	stopping             bool            // the loop itself is stopping
 
 	shutdown *nodeShutdown // a graceful node shutdown, once started
 }
