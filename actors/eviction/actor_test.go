@@ -1,0 +1,101 @@
+package eviction
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/actorlet/actorlet/actors/actorutil/actortest"
+	"github.com/actorlet/actorlet/messages"
+)
+
+// The actor under a parent standing in for the supervisor: one pod
+// evicted per round, the best-effort hog first, with the kubelet's status;
+// the condition reported at once and held for the transition period.
+func TestActorEvictsOnePodPerRoundAndHoldsTheCondition(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	avail := uint64(50)
+	hog, guaranteed := pod("hog", 0, ""), pod("guaranteed", 0, "400Mi")
+	active := []*v1.Pod{hog, guaranteed}
+	read := func(context.Context) (Stats, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		pods := map[types.UID]PodStats{}
+		memUse(pods, "hog", 200*mi)
+		memUse(pods, "guaranteed", 100*mi)
+		return Stats{MemoryCapacity: 1000 * mi, MemoryWorkingSet: (1000 - avail) * mi, Pods: pods}, nil
+	}
+	props, err := Props(Config{Thresholds: mustParse(t, Flags{Hard: "memory.available<100Mi"}), Stats: read, Clock: clk,
+		MonitoringInterval: 10 * time.Second, PressureTransitionPeriod: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := make(chan struct{}, 16)
+	pressure := make(chan []v1.NodeConditionType, 16)
+	kills := make(chan *messages.TerminatePod, 16)
+	actortest.SpawnChild(t, actortest.System(t), props, func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *messages.GetNodeConditions:
+			mu.Lock()
+			ctx.Respond(&messages.NodeConditions{Pods: slices.Clone(active)})
+			mu.Unlock()
+			rounds <- struct{}{}
+		case *messages.NodePressureChanged:
+			pressure <- m.Conditions
+		case *messages.TerminatePod:
+			kills <- m
+		}
+	})
+	next := func() {
+		t.Helper()
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		clk.Step(10 * time.Second)
+		<-rounds
+	}
+	<-rounds // the first round runs at start
+	if got := <-pressure; !slices.Equal(got, []v1.NodeConditionType{v1.NodeMemoryPressure}) {
+		t.Fatalf("pressure = %v", got)
+	}
+	k := <-kills
+	if k.UID != hog.UID {
+		t.Fatalf("evicted %s, want the best-effort hog", k.UID)
+	}
+	wantMsg := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. Container c was using 200Mi, request is 0, has larger consumption of memory. "
+	o := k.Options
+	if !o.Evict || o.Reason != "Evicted" || o.Message != wantMsg || o.GracePeriodSecondsOverride == nil || *o.GracePeriodSecondsOverride != 1 {
+		t.Fatalf("kill options = %+v", o)
+	}
+	if len(o.Conditions) != 1 || o.Conditions[0].Type != v1.DisruptionTarget || o.Conditions[0].Reason != v1.PodReasonTerminationByKubelet || o.Conditions[0].Message != wantMsg {
+		t.Fatalf("conditions = %+v", o.Conditions)
+	}
+	// The hog is gone and memory is back: no further eviction, the
+	// condition held until the transition period is over.
+	mu.Lock()
+	active, avail = []*v1.Pod{guaranteed}, 500
+	mu.Unlock()
+	next()
+	next() // the previous round's decision is done once the next one asks
+	select {
+	case k := <-kills:
+		t.Fatalf("evicted %s after the pressure went", k.UID)
+	case p := <-pressure:
+		t.Fatalf("pressure changed to %v within the transition period", p)
+	default:
+	}
+	for range 6 {
+		next()
+	}
+	if got := <-pressure; len(got) != 0 {
+		t.Fatalf("pressure after the transition period = %v, want none", got)
+	}
+}
