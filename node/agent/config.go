@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/crilogs"
@@ -59,6 +60,22 @@ type Config struct {
 	ImageGCLowThresholdPercent  int           `json:"imageGCLowThresholdPercent"`
 	ImageMinimumGCAge           time.Duration `json:"imageMinimumGCAge"`
 	ImageMaximumGCAge           time.Duration `json:"imageMaximumGCAge"`
+
+	// Node pressure and eviction, as the kubelet's flags of the same names
+	// (thresholds as the flags' text: "memory.available<100Mi,...").
+	// EvictionMemoryCgroup and EvictionMemoryCapacity confine
+	// memory.available to one memory cgroup with a capacity of its own
+	// (actors/eviction.NodeStats): tests, and edge boxes that watch only
+	// the pods' share.
+	EvictionHard                     string        `json:"evictionHard"`
+	EvictionSoft                     string        `json:"evictionSoft"`
+	EvictionSoftGracePeriod          string        `json:"evictionSoftGracePeriod"`
+	EvictionMinimumReclaim           string        `json:"evictionMinimumReclaim"`
+	EvictionMaxPodGracePeriod        int64         `json:"evictionMaxPodGracePeriod"`
+	EvictionPressureTransitionPeriod time.Duration `json:"evictionPressureTransitionPeriod"`
+	EvictionMonitoringInterval       time.Duration `json:"evictionMonitoringInterval"`
+	EvictionMemoryCgroup             string        `json:"evictionMemoryCgroup"`
+	EvictionMemoryCapacity           string        `json:"evictionMemoryCapacity"`
 
 	SyncFrequency             time.Duration `json:"syncFrequency"`
 	RelistPeriod              time.Duration `json:"relistPeriod"`
@@ -247,29 +264,32 @@ func (n NATSConfig) Protocol() bus.ProtocolSettings {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
-		NodeName:                       strings.ToLower(host),
-		RootDir:                        "/var/lib/actorlet",
-		Isolation:                      "auto",
-		RuntimeRequestTimeout:          2 * time.Minute,
-		MaxPods:                        podrules.DefaultMaxPods,
-		MaxParallelRuntimeCalls:        defaultMaxParallelRuntimeCalls,
-		ContainerLogMaxSize:            "10Mi",
-		ContainerLogMaxFiles:           crilogs.DefaultMaxFiles,
-		ContainerLogMonitorInterval:    crilogs.DefaultMonitorInterval,
-		ImageGCHighThresholdPercent:    imagegc.DefaultPolicy().HighThresholdPercent,
-		ImageGCLowThresholdPercent:     imagegc.DefaultPolicy().LowThresholdPercent,
-		ImageMinimumGCAge:              imagegc.DefaultPolicy().MinAge,
-		SyncFrequency:                  time.Minute,
-		RelistPeriod:                   time.Second,
-		NodeStatusUpdateFrequency:      10 * time.Second,
-		HealthzBindAddress:             "127.0.0.1",
-		HealthzPort:                    10248,
-		AllowExec:                      true,
-		AllowLogs:                      true,
-		EnableDebuggingHandlers:        true,
-		MaxInteractiveSessions:         32,
-		StreamingConnectionIdleTimeout: 4 * time.Hour,
-		NATS:                           NATSConfig{Host: "127.0.0.1", Port: 4222},
+		NodeName:                         strings.ToLower(host),
+		RootDir:                          "/var/lib/actorlet",
+		Isolation:                        "auto",
+		RuntimeRequestTimeout:            2 * time.Minute,
+		MaxPods:                          podrules.DefaultMaxPods,
+		MaxParallelRuntimeCalls:          defaultMaxParallelRuntimeCalls,
+		ContainerLogMaxSize:              "10Mi",
+		ContainerLogMaxFiles:             crilogs.DefaultMaxFiles,
+		ContainerLogMonitorInterval:      crilogs.DefaultMonitorInterval,
+		ImageGCHighThresholdPercent:      imagegc.DefaultPolicy().HighThresholdPercent,
+		ImageGCLowThresholdPercent:       imagegc.DefaultPolicy().LowThresholdPercent,
+		ImageMinimumGCAge:                imagegc.DefaultPolicy().MinAge,
+		EvictionHard:                     eviction.DefaultEvictionHard,
+		EvictionPressureTransitionPeriod: eviction.DefaultPressureTransitionPeriod,
+		EvictionMonitoringInterval:       eviction.DefaultMonitoringInterval,
+		SyncFrequency:                    time.Minute,
+		RelistPeriod:                     time.Second,
+		NodeStatusUpdateFrequency:        10 * time.Second,
+		HealthzBindAddress:               "127.0.0.1",
+		HealthzPort:                      10248,
+		AllowExec:                        true,
+		AllowLogs:                        true,
+		EnableDebuggingHandlers:          true,
+		MaxInteractiveSessions:           32,
+		StreamingConnectionIdleTimeout:   4 * time.Hour,
+		NATS:                             NATSConfig{Host: "127.0.0.1", Port: 4222},
 	}
 }
 
@@ -322,6 +342,7 @@ func ParseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.NATS.Port, "nats-port", cfg.NATS.Port, "client port of the embedded NATS server (-1: random)")
 	fs.DurationVar(&cfg.ShutdownGracePeriod, "shutdown-grace-period", cfg.ShutdownGracePeriod, "on a system shutdown (systemd-logind's PrepareForShutdown), terminate the pods within this time, lowest priority first, holding the shutdown back with a logind delay inhibitor lock (whole seconds; 0: off, pods get no grace period)")
 	fs.DurationVar(&cfg.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", cfg.ShutdownGracePeriodCriticalPods, "the part of --shutdown-grace-period kept for critical pods (priority >= 2000000000), terminated after the others")
+	registerEvictionFlags(fs, &cfg)
 	registerSecurityFlags(fs, &cfg)
 	fs.StringVar(&cfg.NATS.LeafURL, "nats-leaf-url", cfg.NATS.LeafURL, "run the embedded NATS server as a leaf node of the fleet's cluster at these URLs (nats-leaf://hub:7422,...): an edge node that keeps working while the uplink is down")
 	fs.StringVar(&cfg.NATS.LeafCreds, "nats-leaf-creds", cfg.NATS.LeafCreds, ".creds file of the leaf node's uplink")
@@ -436,6 +457,7 @@ func (c *Config) complete() error {
 		errs = append(errs, fmt.Errorf("node-status-update-frequency: must be positive, got %s", c.NodeStatusUpdateFrequency))
 	}
 	errs = append(errs, c.validateShutdown()...)
+	errs = append(errs, c.validateEviction()...)
 	if err := c.NATS.Protocol().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("nats-replicas/nats-placement-*: %w", err))
 	}

@@ -60,6 +60,8 @@ nats:
 					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
 					ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
 					ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, ImageMinimumGCAge: 2 * time.Minute,
+					EvictionHard:                     "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%",
+					EvictionPressureTransitionPeriod: 5 * time.Minute, EvictionMonitoringInterval: 10 * time.Second,
 					MaxInteractiveSessions: 4, StreamingConnectionIdleTimeout: 30 * time.Minute,
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
 				if !reflect.DeepEqual(c, want) {
