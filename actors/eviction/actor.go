@@ -144,11 +144,13 @@ func (e *evictor) read(ctx actor.Context) {
 
 // statsRead asks the supervisor for its active pods once stats are in.
 func (e *evictor) statsRead(ctx actor.Context, m *statsRead) {
-	if m.err != nil {
+	if m.err != nil && e.life.Err() == nil {
+		// What was read still counts: a signal that cannot be read is
+		// left out, the others are acted on.
+		klog.ErrorS(m.err, "Eviction manager: cannot read some stats")
+	}
+	if len(observe(m.stats)) == 0 {
 		e.reading = false
-		if e.life.Err() == nil {
-			klog.ErrorS(m.err, "Eviction manager: cannot read stats")
-		}
 		return
 	}
 	e.stats = &m.stats
