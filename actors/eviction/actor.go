@@ -43,6 +43,9 @@ type Config struct {
 	Clock clock.WithTicker
 	// Recorder, optional, receives each evicted pod's Warning event.
 	Recorder record.EventRecorder
+	// NoMemoryNotifications turns off the cgroup v1 memory threshold
+	// notifications (armed when the stats name a memory cgroup).
+	NoMemoryNotifications bool
 }
 
 // Validate names what is wrong with cfg.
@@ -89,6 +92,11 @@ type (
 		stats Stats
 		err   error
 	}
+	// notifierArmed is a memory threshold notifier registered (or not).
+	notifierArmed struct {
+		n   *memoryNotifier
+		err error
+	}
 )
 
 type evictor struct {
@@ -102,6 +110,11 @@ type evictor struct {
 	conditions []v1.NodeConditionType
 	// evicted are the pods already asked to go: not picked again.
 	evicted map[types.UID]bool
+	// notifier is the memory threshold armed; arming is one in flight;
+	// notifyOff stops arming after a failure (logged once).
+	notifier  *memoryNotifier
+	arming    bool
+	notifyOff bool
 }
 
 func (e *evictor) Receive(ctx actor.Context) {
@@ -118,6 +131,13 @@ func (e *evictor) Receive(ctx actor.Context) {
 			e.stop = nil
 			e.endLife()
 		}
+		if e.notifier != nil {
+			e.notifier.close()
+			e.notifier = nil
+		}
+		e.notifyOff = true
+	case *notifierArmed:
+		e.notifierArmed(ctx, m)
 	case *tick:
 		e.read(ctx)
 	case *statsRead:
@@ -169,6 +189,7 @@ func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
 	}
 	stats := *e.stats
 	e.stats, e.reading = nil, false
+	e.armNotifier(ctx, stats)
 	now := e.cfg.Clock.Now()
 	obs := observe(stats)
 	r := e.track.update(now, obs)
@@ -222,4 +243,61 @@ func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
 	if ctx.Parent() != nil {
 		ctx.Send(ctx.Parent(), &messages.TerminatePod{UID: pod.UID, Options: opts})
 	}
+}
+
+// armNotifier (re)registers the memory threshold notifier when the
+// threshold's usage moved by more than 1% (the inactive file pages move
+// it), in a goroutine: registering writes to the cgroup filesystem.
+func (e *evictor) armNotifier(ctx actor.Context, s Stats) {
+	if e.cfg.NoMemoryNotifications || e.notifyOff || e.arming || s.MemoryCgroupDir == "" {
+		return
+	}
+	var th *Threshold
+	for i := range e.cfg.Thresholds {
+		t := &e.cfg.Thresholds[i]
+		if t.Signal == SignalMemoryAvailable && (th == nil || th.Soft && !t.Soft) {
+			th = t
+		}
+	}
+	if th == nil {
+		return
+	}
+	want := memoryThresholdUsage(*th, s)
+	if want == 0 {
+		return
+	}
+	if n := e.notifier; n != nil {
+		diff := max(n.threshold, want) - min(n.threshold, want)
+		if diff <= want/100 {
+			return
+		}
+	}
+	e.arming = true
+	dir := s.MemoryCgroupDir
+	actorutil.Go(actorutil.To(ctx), func() any {
+		n, err := armMemoryNotifier(dir, want)
+		return &notifierArmed{n: n, err: err}
+	})
+}
+
+// notifierArmed swaps the new notifier in and starts waiting on it; a
+// failure (cgroup v2, no write access) turns notifications off.
+func (e *evictor) notifierArmed(ctx actor.Context, m *notifierArmed) {
+	e.arming = false
+	if m.err != nil {
+		e.notifyOff = true
+		klog.InfoS("Eviction manager: memory pressure notifications off, stats are read every interval", "reason", m.err.Error())
+		return
+	}
+	if e.notifyOff { // stopped meanwhile
+		m.n.close()
+		return
+	}
+	if e.notifier != nil {
+		e.notifier.close()
+	}
+	e.notifier = m.n
+	klog.V(2).InfoS("Eviction manager: memory threshold notifier armed", "usageBytes", m.n.threshold)
+	send := actorutil.To(ctx)
+	go m.n.wait(func() { send(&tick{}) })
 }

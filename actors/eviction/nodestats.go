@@ -131,7 +131,7 @@ func (n NodeStats) memory(proc, cg string, s *Stats) error {
 	} else {
 		usage = 0
 	}
-	s.MemoryWorkingSet = usage
+	s.MemoryWorkingSet, s.MemoryInactiveFile, s.MemoryCgroupDir = usage, inactive, dir
 	return nil
 }
 

@@ -13,6 +13,11 @@ type Stats struct {
 	// Memory: the node's capacity and working set (usage less inactive
 	// file pages, as the kubelet reads the root cgroup).
 	MemoryCapacity, MemoryWorkingSet uint64
+	// MemoryInactiveFile is what the working set leaves out of the memory
+	// cgroup's usage; MemoryCgroupDir, when set, is that cgroup v1
+	// directory (memory-pressure notifications are armed on it).
+	MemoryInactiveFile uint64
+	MemoryCgroupDir    string
 	// NodeFs is the filesystem of the agent's root directory, ImageFs the
 	// runtime's image filesystem (CRI ImageFsInfo).
 	NodeFs, ImageFs FsStats
@@ -56,6 +61,10 @@ func (p PodStats) ephemeral() uint64 {
 		n += c.Ephemeral
 	}
 	return n
+}
+
+func resourceBytes(n uint64) *resource.Quantity {
+	return resource.NewQuantity(int64(n), resource.BinarySI)
 }
 
 // observation is a signal's available amount against its capacity.
