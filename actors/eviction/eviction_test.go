@@ -87,6 +87,9 @@ func TestObserve(t *testing.T) {
 	check(SignalMemoryAvailable, 100*mi, 1000*mi)
 	check(SignalNodeFsAvailable, 5, 100)
 	check(SignalNodeFsInodesFree, 10, 1000)
+	if _, ok := observe(Stats{ImageFs: FsStats{Capacity: 10, Available: 1, Inodes: 100, InodesFree: 3}})[SignalImageFsInodesFree]; !ok {
+		t.Error("imagefs.inodesFree not observed")
+	}
 	check(SignalPIDAvailable, 0, 100) // more processes than the limit: none available
 	if _, ok := obs[SignalImageFsAvailable]; ok {
 		t.Error("imagefs observed without a reading")

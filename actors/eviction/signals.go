@@ -94,6 +94,9 @@ func observe(s Stats) map[Signal]observation {
 	if s.ImageFs.Capacity > 0 {
 		out[SignalImageFsAvailable] = observation{q(s.ImageFs.Available), q(s.ImageFs.Capacity)}
 	}
+	if s.ImageFs.Inodes > 0 {
+		out[SignalImageFsInodesFree] = observation{dq(s.ImageFs.InodesFree), dq(s.ImageFs.Inodes)}
+	}
 	if s.PIDMax > 0 {
 		avail := uint64(0)
 		if s.PIDs < s.PIDMax {

@@ -20,34 +20,37 @@ type Signal string
 
 // The signals the node observes.
 const (
-	SignalMemoryAvailable  Signal = "memory.available"
-	SignalNodeFsAvailable  Signal = "nodefs.available"
-	SignalNodeFsInodesFree Signal = "nodefs.inodesFree"
-	SignalImageFsAvailable Signal = "imagefs.available"
-	SignalPIDAvailable     Signal = "pid.available"
+	SignalMemoryAvailable   Signal = "memory.available"
+	SignalNodeFsAvailable   Signal = "nodefs.available"
+	SignalNodeFsInodesFree  Signal = "nodefs.inodesFree"
+	SignalImageFsAvailable  Signal = "imagefs.available"
+	SignalImageFsInodesFree Signal = "imagefs.inodesFree"
+	SignalPIDAvailable      Signal = "pid.available"
 )
 
 // signals lists every signal, in the order memory pressure is relieved
 // first (the kubelet's byEvictionPriority: memory before the rest).
-var signals = []Signal{SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalPIDAvailable}
+var signals = []Signal{SignalMemoryAvailable, SignalNodeFsAvailable, SignalNodeFsInodesFree, SignalImageFsAvailable, SignalImageFsInodesFree, SignalPIDAvailable}
 
 // signalCondition is the node condition a signal reports.
 var signalCondition = map[Signal]v1.NodeConditionType{
-	SignalMemoryAvailable:  v1.NodeMemoryPressure,
-	SignalNodeFsAvailable:  v1.NodeDiskPressure,
-	SignalNodeFsInodesFree: v1.NodeDiskPressure,
-	SignalImageFsAvailable: v1.NodeDiskPressure,
-	SignalPIDAvailable:     v1.NodePIDPressure,
+	SignalMemoryAvailable:   v1.NodeMemoryPressure,
+	SignalNodeFsAvailable:   v1.NodeDiskPressure,
+	SignalNodeFsInodesFree:  v1.NodeDiskPressure,
+	SignalImageFsAvailable:  v1.NodeDiskPressure,
+	SignalImageFsInodesFree: v1.NodeDiskPressure,
+	SignalPIDAvailable:      v1.NodePIDPressure,
 }
 
 // signalResource is the resource a signal's eviction reclaims, as the
 // kubelet names it in the eviction message.
 var signalResource = map[Signal]v1.ResourceName{
-	SignalMemoryAvailable:  v1.ResourceMemory,
-	SignalNodeFsAvailable:  v1.ResourceEphemeralStorage,
-	SignalNodeFsInodesFree: "inodes",
-	SignalImageFsAvailable: v1.ResourceEphemeralStorage,
-	SignalPIDAvailable:     "pids",
+	SignalMemoryAvailable:   v1.ResourceMemory,
+	SignalNodeFsAvailable:   v1.ResourceEphemeralStorage,
+	SignalNodeFsInodesFree:  "inodes",
+	SignalImageFsAvailable:  v1.ResourceEphemeralStorage,
+	SignalImageFsInodesFree: "inodes",
+	SignalPIDAvailable:      "pids",
 }
 
 // The kubelet's defaults (pkg/kubelet/apis/config/v1beta1 on Linux).

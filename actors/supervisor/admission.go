@@ -125,20 +125,36 @@ func admit(n node, pod *v1.Pod, u *usage) *rejection {
 }
 
 // podRequests is the pod's effective request: the larger of the sum of its
-// containers' requests and any one init container's, plus its overhead.
+// containers' requests and any one init container's, plus its overhead. A
+// resource a container limits without requesting it requests its limit,
+// as the API server's defaulting (which pods reach the node without) sets
+// it: a pod given only limits is checked against Allocatable too.
 func podRequests(p *v1.Pod) v1.ResourceList {
 	out := v1.ResourceList{}
 	for _, c := range p.Spec.Containers {
-		addTo(out, c.Resources.Requests)
+		addTo(out, containerRequests(c))
 	}
 	for _, c := range p.Spec.InitContainers {
-		for name, q := range c.Resources.Requests {
+		for name, q := range containerRequests(c) {
 			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
 				out[name] = q.DeepCopy()
 			}
 		}
 	}
 	addTo(out, p.Spec.Overhead)
+	return out
+}
+
+// containerRequests is c's requests with the API server's defaulting: a
+// limit stands for a missing request.
+func containerRequests(c v1.Container) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name, q := range c.Resources.Limits {
+		out[name] = q
+	}
+	for name, q := range c.Resources.Requests {
+		out[name] = q
+	}
 	return out
 }
 

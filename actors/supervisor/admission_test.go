@@ -16,6 +16,8 @@ func TestAdmitRejectsEachReason(t *testing.T) {
 	selector.Spec.NodeSelector = map[string]string{"zone": "b"}
 	initHeavy := newPod("p", "p", 1)
 	initHeavy.Spec.InitContainers = []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}}
+	limitsOnly := newPod("p", "p", 1)
+	limitsOnly.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("600Mi")}
 	cases := []struct {
 		name   string
 		pod    *v1.Pod
@@ -26,6 +28,7 @@ func TestAdmitRejectsEachReason(t *testing.T) {
 		{"cpu", withRequests(newPod("p", "p", 1), "600m", "1Mi"), running, "OutOfcpu"},
 		{"memory", withRequests(newPod("p", "p", 1), "100m", "600Mi"), running, "OutOfmemory"},
 		{"init container counts", initHeavy, running, "OutOfcpu"},
+		{"limits only count as requests", limitsOnly, running, "OutOfmemory"},
 		{"pods", newPod("p", "p", 1), []*v1.Pod{newPod("a", "a", 1), newPod("b", "b", 1), newPod("c", "c", 1)}, ReasonOutOfPods},
 		{"host port taken", withHostPort(newPod("p", "p", 1), 8080), running, ReasonNodePorts},
 		{"other host port free", withHostPort(newPod("p", "p", 1), 8081), running, ""},

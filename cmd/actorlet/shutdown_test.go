@@ -18,7 +18,7 @@ func TestSystemShutdownEndsTheAgent(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- realMain([]string{"--root-dir", filepath.Join(dir, "root"), "--node-name", "shutdown-test",
-			"--nats-port=-1", "--healthz-port=0", "--shutdown-grace-period=10s", "--shutdown-grace-period-critical-pods=5s"})
+			"--nats-port=-1", "--healthz-port=0", "--shutdown-grace-period=10s", "--shutdown-grace-period-critical-pods=5s", "--cgroups-per-qos=false"})
 	}()
 	var lock logindtest.Lock
 	select {

@@ -124,6 +124,12 @@ func (m *Manager) CleanupPod(ctx context.Context, uid types.UID) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	// Its containers gone, the pod's cgroup goes.
+	if pc := m.opts.PodCgroups; pc != nil && uid != "" {
+		if err := pc.RemovePod(uid); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: %w", uid, err))
+		}
+	}
 	if m.opts.PodsDir != "" && uid != "" {
 		dir := filepath.Join(m.opts.PodsDir, string(uid), "volumes", "emptydir")
 		if err := unmountMemoryVolumes(dir); err != nil {

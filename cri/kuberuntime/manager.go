@@ -72,6 +72,25 @@ type Options struct {
 	// ImageUsed, optional, is told the image reference each container is
 	// created from (image GC's record of last use). It must not block.
 	ImageUsed func(imageRef string)
+	// PodCgroups, when set (--cgroups-per-qos), makes each pod's cgroup
+	// before its sandbox, gives it to the runtime as the sandbox's cgroup
+	// parent, and removes it after the pod's cleanup; GC sweeps orphaned
+	// ones. Nil: the runtime picks the cgroup parent.
+	PodCgroups PodCgroups
+}
+
+// PodCgroups is what the manager needs of the node's cgroup manager
+// (cri/cm.Manager): calls do cgroup I/O and run in pod work, never in an
+// actor's Receive.
+type PodCgroups interface {
+	// EnsurePod creates or updates the pod's cgroup and returns the cgroup
+	// parent for its sandbox.
+	EnsurePod(pod *v1.Pod) (string, error)
+	// RemovePod removes the pod's cgroup.
+	RemovePod(uid types.UID) error
+	// RemoveOrphans removes pod cgroups of pods it did not make since start
+	// and keep does not keep.
+	RemoveOrphans(keep func(types.UID) bool) error
 }
 
 // Manager drives one runtime for all pods of the node. It is safe for
@@ -127,6 +146,34 @@ func (m *Manager) GC() {
 	m.restartBackOff.gc()
 	m.imageBackOff.gc()
 	m.reasons.gc(reasonCacheTTL)
+	m.removeOrphanedCgroups()
+}
+
+// orphanCgroupListTimeout bounds the sandbox listing of the orphaned pod
+// cgroup sweep.
+const orphanCgroupListTimeout = 30 * time.Second
+
+// removeOrphanedCgroups removes the pod cgroups of pods the runtime has
+// no sandbox of and the agent did not make since it started (left by an
+// agent that stopped between a pod's cleanup and its cgroup's removal).
+func (m *Manager) removeOrphanedCgroups() {
+	if m.opts.PodCgroups == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), orphanCgroupListTimeout)
+	defer cancel()
+	sandboxes, err := m.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		klog.ErrorS(err, "Orphaned pod cgroups not swept: cannot list sandboxes")
+		return
+	}
+	keep := map[types.UID]bool{}
+	for _, s := range sandboxes {
+		keep[types.UID(s.GetMetadata().GetUid())] = true
+	}
+	if err := m.opts.PodCgroups.RemoveOrphans(func(uid types.UID) bool { return keep[uid] }); err != nil {
+		klog.ErrorS(err, "Failed to remove orphaned pod cgroups")
+	}
 }
 
 // forgetPod drops all in-memory state of a pod.

@@ -121,7 +121,8 @@ func sandboxLinuxConfig(pod *v1.Pod) *runtimeapi.LinuxPodSandboxConfig {
 		ns.Ipc = runtimeapi.NamespaceMode_NODE
 	}
 	lc := &runtimeapi.LinuxPodSandboxConfig{
-		// CgroupParent stays empty: the runtime picks its default.
+		// CgroupParent is the pod's cgroup with QoS cgroups on (SyncPod
+		// sets it from Options.PodCgroups); empty, the runtime's default.
 		SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: ns},
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil {

@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -70,6 +71,16 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 	if err != nil {
 		result.add(ActionCreatePodSandbox, string(pod.UID), wrapKind(ErrConfigPodSandbox, err, ""))
 		return result
+	}
+	// The pod's cgroup exists, with its limits, before its sandbox (the
+	// kubelet's pod container manager, at every sync of a live pod).
+	if pc := m.opts.PodCgroups; pc != nil {
+		parent, err := pc.EnsurePod(pod)
+		if err != nil {
+			result.add(ActionCreatePodSandbox, string(pod.UID), wrapKind(ErrConfigPodSandbox, fmt.Errorf("pod cgroup: %w", err), ""))
+			return result
+		}
+		sandboxCfg.Linux.CgroupParent = parent
 	}
 	target.sandboxCfg = sandboxCfg
 	if actions.CreateSandbox {

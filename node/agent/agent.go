@@ -15,7 +15,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/node/allocatable"
 	"github.com/actorlet/actorlet/node/commands"
 	"github.com/actorlet/actorlet/node/events"
 	"github.com/actorlet/actorlet/node/publish"
@@ -66,6 +66,9 @@ type Agent struct {
 	// admission is the runtime's admission check (nil: none).
 	admission *runtimeAdmission
 	heartbeat *publish.Heartbeat
+	// reserved is what --system-reserved, --kube-reserved and
+	// --eviction-hard hold back from the node's capacity.
+	reserved allocatable.Config
 
 	// A graceful node shutdown (shutdown.go): shuttingDown while it runs,
 	// shutDown closed once it is over.
@@ -150,6 +153,11 @@ func (a *Agent) shutdown() {
 
 func (a *Agent) start(ctx context.Context) error {
 	cfg := a.cfg
+	reserved, err := cfg.Reservations()
+	if err != nil {
+		return err
+	}
+	a.reserved = reserved
 	for _, d := range []string{cfg.RootDir, cfg.PodLogsDir, filepath.Join(cfg.RootDir, "pods")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
@@ -194,17 +202,26 @@ func (a *Agent) start(ctx context.Context) error {
 	if a.imageGC != nil {
 		imageUsed = a.imageGC.MarkUsed
 	}
+	cgroupManager, err := a.startCgroups()
+	if err != nil {
+		return err
+	}
+	var podCgroups kuberuntime.PodCgroups
+	if cgroupManager != nil {
+		podCgroups = cgroupManager
+	}
 	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
 		PodLogsDir:  cfg.PodLogsDir,
 		PodsDir:     filepath.Join(cfg.RootDir, "pods"),
 		HostIP:      a.cfg.NodeIP,
 		NodeName:    cfg.NodeName,
 		Recorder:    a.recorder,
-		Allocatable: allocatable(cfg.MaxPods),
+		Allocatable: nodeAllocatable(cfg.MaxPods, a.reserved),
 		Objects:     store,
 		// A debug container runs the operator's command as exec does.
 		DenyEphemeralContainers: !cfg.AllowExec,
 		ImageUsed:               imageUsed,
+		PodCgroups:              podCgroups,
 	})
 	if err := a.startActors(); err != nil {
 		return err
@@ -305,7 +322,7 @@ func (a *Agent) startActors() error {
 		Clock:          clock.RealClock{},
 		NodeName:       cfg.NodeName,
 		NodeLabels:     a.nodeLabels(),
-		Allocatable:    allocatable(cfg.MaxPods),
+		Allocatable:    nodeAllocatable(cfg.MaxPods, a.reserved),
 		MaxPods:        cfg.MaxPods,
 		ResyncInterval: cfg.SyncFrequency,
 		Admit:          a.admission.admitFunc(),
@@ -426,6 +443,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 		JS: a.conn.JS, NodeName: cfg.NodeName, Period: cfg.NodeStatusUpdateFrequency,
 		Conditions: a.nodeConditions, Version: Version, RuntimeVersion: a.runtimeVer,
 		Labels: cfg.NodeLabels, Taints: cfg.RegisterWithTaints, MaxPods: cfg.MaxPods,
+		Reserved: a.reserved,
 	})
 	if err != nil {
 		return fmt.Errorf("start the node heartbeat: %w", err)
@@ -505,15 +523,10 @@ var _ supervisor.Runtime = managerAdapter{}
 
 // allocatable is what admission checks pods against: the machine's CPUs and
 // memory, and the pod limit.
-func allocatable(maxPods int) v1.ResourceList {
-	l := v1.ResourceList{
-		v1.ResourceCPU:  *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
-		v1.ResourcePods: *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
-	}
-	if mem := memTotal(); mem > 0 {
-		l[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
-	}
-	return l
+// nodeAllocatable is the node's capacity minus its reservations, as the
+// kubelet's Allocatable.
+func nodeAllocatable(maxPods int, reserved allocatable.Config) v1.ResourceList {
+	return reserved.Allocatable(allocatable.Capacity(maxPods, memTotal()))
 }
 
 func memTotal() int64 {

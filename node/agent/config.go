@@ -22,10 +22,12 @@ import (
 	"github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/cm"
 	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/cri/imagegc"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages/podrules"
+	"github.com/actorlet/actorlet/node/allocatable"
 )
 
 // Config is everything the agent can be told, by flag or by the --config
@@ -60,6 +62,23 @@ type Config struct {
 	ImageGCLowThresholdPercent  int           `json:"imageGCLowThresholdPercent"`
 	ImageMinimumGCAge           time.Duration `json:"imageMinimumGCAge"`
 	ImageMaximumGCAge           time.Duration `json:"imageMaximumGCAge"`
+
+	// Reservations and QoS cgroups, as the kubelet's flags of the same
+	// names (node/allocatable, cri/cm). SystemReserved and KubeReserved
+	// are cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000;
+	// the eviction thresholds below
+	// (EvictionHard's memory.available and nodefs.available) count in
+	// Allocatable; EnforceNodeAllocatable is "none" or a list of
+	// pods, system-reserved, kube-reserved (the last two limit
+	// SystemReservedCgroup / KubeReservedCgroup, which must exist).
+	SystemReserved         string `json:"systemReserved"`
+	KubeReserved           string `json:"kubeReserved"`
+	EnforceNodeAllocatable string `json:"enforceNodeAllocatable"`
+	SystemReservedCgroup   string `json:"systemReservedCgroup"`
+	KubeReservedCgroup     string `json:"kubeReservedCgroup"`
+	CgroupsPerQOS          bool   `json:"cgroupsPerQOS"`
+	CgroupDriver           string `json:"cgroupDriver"`
+	CgroupRoot             string `json:"cgroupRoot"`
 
 	// Node pressure and eviction, as the kubelet's flags of the same names
 	// (thresholds as the flags' text: "memory.available<100Mi,...").
@@ -125,6 +144,9 @@ type Config struct {
 // the best raw CRI concurrency of the same runs; at 4 the runtime idles
 // between calls that mostly wait (shim start, network set-up).
 const defaultMaxParallelRuntimeCalls = 8
+
+// maxCgroupRoot bounds --cgroup-root.
+const maxCgroupRoot = 256
 
 // maxParallelRuntimeCallsLimit is the largest bound --max-parallel-runtime-calls
 // takes: past it the bound means nothing.
@@ -279,6 +301,10 @@ func DefaultConfig() Config {
 		EvictionHard:                     eviction.DefaultEvictionHard,
 		EvictionPressureTransitionPeriod: eviction.DefaultPressureTransitionPeriod,
 		EvictionMonitoringInterval:       eviction.DefaultMonitoringInterval,
+		EnforceNodeAllocatable:           "pods",
+		CgroupsPerQOS:                    true,
+		CgroupDriver:                     "cgroupfs",
+		CgroupRoot:                       "/",
 		SyncFrequency:                    time.Minute,
 		RelistPeriod:                     time.Second,
 		NodeStatusUpdateFrequency:        10 * time.Second,
@@ -323,6 +349,14 @@ func ParseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.ImageGCLowThresholdPercent, "image-gc-low-threshold", cfg.ImageGCLowThresholdPercent, "percent of the image filesystem's disk usage image garbage collection frees down to (below the high threshold)")
 	fs.DurationVar(&cfg.ImageMinimumGCAge, "image-minimum-gc-age", cfg.ImageMinimumGCAge, "least age of an unused image before it is garbage collected")
 	fs.DurationVar(&cfg.ImageMaximumGCAge, "image-maximum-gc-age", cfg.ImageMaximumGCAge, "an image unused for this long is garbage collected whatever the disk usage (0: off)")
+	fs.StringVar(&cfg.SystemReserved, "system-reserved", cfg.SystemReserved, "resources held back for the system, cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000: subtracted from the node's Allocatable")
+	fs.StringVar(&cfg.KubeReserved, "kube-reserved", cfg.KubeReserved, "resources held back for the agent and the bus, in --system-reserved's form: subtracted from the node's Allocatable")
+	fs.StringVar(&cfg.EnforceNodeAllocatable, "enforce-node-allocatable", cfg.EnforceNodeAllocatable, "comma-separated: pods (limit the kubepods cgroup to capacity minus --system-reserved and --kube-reserved), system-reserved and kube-reserved (limit --system-reserved-cgroup / --kube-reserved-cgroup to the reservation); none: nothing (needs --cgroups-per-qos)")
+	fs.StringVar(&cfg.SystemReservedCgroup, "system-reserved-cgroup", cfg.SystemReservedCgroup, "existing cgroup of the system's daemons, limited to --system-reserved when --enforce-node-allocatable has system-reserved (e.g. /system.slice)")
+	fs.StringVar(&cfg.KubeReservedCgroup, "kube-reserved-cgroup", cfg.KubeReservedCgroup, "existing cgroup of the agent and the bus, limited to --kube-reserved when --enforce-node-allocatable has kube-reserved")
+	fs.BoolVar(&cfg.CgroupsPerQOS, "cgroups-per-qos", cfg.CgroupsPerQOS, "run pods in the kubelet's QoS cgroup hierarchy (kubepods, burstable, besteffort, one cgroup per pod with its limits); turned off with a message where the agent is not root or the cgroup hierarchy is not writable")
+	fs.StringVar(&cfg.CgroupDriver, "cgroup-driver", cfg.CgroupDriver, "cgroupfs or systemd (the systemd driver needs systemd as PID 1): how pod cgroups are named and created; must match the container runtime's")
+	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", cfg.CgroupRoot, "cgroup the QoS hierarchy is made under (/kubepods with the default /)")
 	fs.DurationVar(&cfg.SyncFrequency, "sync-frequency", cfg.SyncFrequency, "resync interval of a healthy pod")
 	fs.DurationVar(&cfg.RelistPeriod, "relist-period", cfg.RelistPeriod, "PLEG relist interval (sub-second allowed)")
 	fs.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", cfg.NodeStatusUpdateFrequency, "node heartbeat period")
@@ -458,10 +492,93 @@ func (c *Config) complete() error {
 	}
 	errs = append(errs, c.validateShutdown()...)
 	errs = append(errs, c.validateEviction()...)
+	if _, err := c.Reservations(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.enforced(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := cm.ParseDriver(c.CgroupDriver); err != nil {
+		errs = append(errs, err)
+	} else if c.CgroupsPerQOS && c.CgroupDriver == string(cm.DriverSystemd) && c.ContainerRuntimeEndpoint == "" && c.Runtime == nil {
+		errs = append(errs, errors.New("cgroup-driver: systemd: the embedded process runtime takes cgroupfs paths only; use --cgroup-driver=cgroupfs, or give --container-runtime-endpoint"))
+	}
+	if c.CgroupRoot == "" {
+		c.CgroupRoot = "/"
+	}
+	if err := checkCgroupPath("cgroup-root", c.CgroupRoot); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.NATS.Protocol().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("nats-replicas/nats-placement-*: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// enforced parses --enforce-node-allocatable ("none" or a list of pods,
+// system-reserved, kube-reserved) and checks the cgroups it needs.
+func (c *Config) enforced() (map[string]bool, error) {
+	out := map[string]bool{}
+	v := strings.TrimSpace(c.EnforceNodeAllocatable)
+	if v == "" || v == "none" {
+		return out, nil
+	}
+	if len(v) > 64 {
+		return nil, fmt.Errorf("enforce-node-allocatable: %d bytes, limit is 64", len(v))
+	}
+	var errs []error
+	for _, e := range strings.Split(v, ",") {
+		switch e = strings.TrimSpace(e); e {
+		case "pods", "system-reserved", "kube-reserved":
+			out[e] = true
+		default:
+			errs = append(errs, fmt.Errorf("enforce-node-allocatable: %q: want none or a list of pods, system-reserved, kube-reserved", e))
+		}
+	}
+	for _, r := range []struct{ key, flag, cgroup string }{
+		{"system-reserved", "system-reserved-cgroup", c.SystemReservedCgroup},
+		{"kube-reserved", "kube-reserved-cgroup", c.KubeReservedCgroup},
+	} {
+		if !out[r.key] {
+			continue
+		}
+		if err := checkCgroupPath(r.flag, r.cgroup); err != nil {
+			errs = append(errs, fmt.Errorf("enforce-node-allocatable has %s: %w", r.key, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// checkCgroupPath checks a cgroup flag's value: an absolute path without
+// "..", bounded.
+func checkCgroupPath(flag, p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%s: required", flag)
+	case len(p) > maxCgroupRoot:
+		return fmt.Errorf("%s: %d bytes, limit is %d", flag, len(p), maxCgroupRoot)
+	case !strings.HasPrefix(p, "/") || strings.Contains(p, "..") || strings.ContainsRune(p, 0):
+		return fmt.Errorf("%s: %q: want an absolute cgroup path without \"..\"", flag, p)
+	}
+	return nil
+}
+
+// Reservations is what --system-reserved, --kube-reserved and
+// --eviction-hard hold back from the node's capacity.
+func (c *Config) Reservations() (allocatable.Config, error) {
+	var out allocatable.Config
+	var errs []error
+	var err error
+	if out.SystemReserved, err = allocatable.ParseReservation("system-reserved", c.SystemReserved); err != nil {
+		errs = append(errs, err)
+	}
+	if out.KubeReserved, err = allocatable.ParseReservation("kube-reserved", c.KubeReserved); err != nil {
+		errs = append(errs, err)
+	}
+	if out.EvictionHard, err = allocatable.ParseEvictionHard("eviction-hard", c.EvictionHard); err != nil {
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
 }
 
 // ImageGCPolicy is the image garbage collection policy the flags give.

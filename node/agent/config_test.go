@@ -8,7 +8,11 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/node/allocatable"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -60,9 +64,9 @@ nats:
 					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
 					ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
 					ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, ImageMinimumGCAge: 2 * time.Minute,
-					EvictionHard:                     "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%",
 					EvictionPressureTransitionPeriod: 5 * time.Minute, EvictionMonitoringInterval: 10 * time.Second,
 					MaxInteractiveSessions: 4, StreamingConnectionIdleTimeout: 30 * time.Minute,
+					EvictionHard: allocatable.DefaultEvictionHard, EnforceNodeAllocatable: "pods", CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/",
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}
 				if !reflect.DeepEqual(c, want) {
 					t.Errorf("config =\n%+v\nwant\n%+v", c, want)
@@ -109,6 +113,35 @@ nats:
 		{name: "hostile image gc threshold", args: []string{"--node-name", "n1", "--image-gc-high-threshold", "999999"}, wantErr: []string{"image-gc-high-threshold: 999999 must be between 0 and 100"}},
 		{name: "image gc low over high", args: []string{"--node-name", "n1", "--image-gc-low-threshold", "90"}, wantErr: []string{"image-gc-low-threshold: 90 must be less than image-gc-high-threshold 85"}},
 		{name: "image gc max age under min age", args: []string{"--node-name", "n1", "--image-maximum-gc-age", "1m"}, wantErr: []string{"image-maximum-gc-age: 1m0s must be greater than image-minimum-gc-age 2m0s"}},
+		{
+			name: "reservation flags",
+			args: []string{"--node-name", "n1", "--system-reserved", "cpu=500m,memory=1Gi", "--kube-reserved", "memory=512Mi,pid=100",
+				"--eviction-hard", "memory.available<100Mi", "--enforce-node-allocatable", "none", "--cgroups-per-qos=false", "--cgroup-driver", "systemd"},
+			check: func(t *testing.T, c Config) {
+				r, err := c.Reservations()
+				if err != nil {
+					t.Fatal(err)
+				}
+				capacity := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi")}
+				alloc := r.Allocatable(capacity)
+				if cpu, mem := alloc[v1.ResourceCPU], alloc[v1.ResourceMemory]; cpu.Cmp(resource.MustParse("1500m")) != 0 || mem.Cmp(resource.MustParse("2460Mi")) != 0 {
+					t.Errorf("allocatable = %v", alloc)
+				}
+				if c.EnforceNodeAllocatable != "none" || c.CgroupsPerQOS || c.CgroupDriver != "systemd" {
+					t.Errorf("cgroup settings = %q %v %q", c.EnforceNodeAllocatable, c.CgroupsPerQOS, c.CgroupDriver)
+				}
+			},
+		},
+		{name: "hostile system-reserved", args: []string{"--node-name", "n1", "--system-reserved", "memory=" + strings.Repeat("9", 5000)}, wantErr: []string{"system-reserved: 5007 bytes, limit is 1024"}},
+		{name: "unknown kube-reserved resource", args: []string{"--node-name", "n1", "--kube-reserved", "gpu=1"}, wantErr: []string{"kube-reserved: gpu: unknown resource"}},
+		{name: "bad eviction-hard", args: []string{"--node-name", "n1", "--eviction-hard", "memory.available<lots"}, wantErr: []string{"eviction-hard: memory.available<lots"}},
+		{name: "enforce system-reserved without its cgroup", args: []string{"--node-name", "n1", "--enforce-node-allocatable", "pods,system-reserved"}, wantErr: []string{"enforce-node-allocatable has system-reserved: system-reserved-cgroup: required"}},
+		{name: "enforce an unknown target", args: []string{"--node-name", "n1", "--enforce-node-allocatable", "pods,everything"}, wantErr: []string{`enforce-node-allocatable: "everything": want none or a list`}},
+		{name: "hostile enforce list", args: []string{"--node-name", "n1", "--enforce-node-allocatable", strings.Repeat("pods,", 100)}, wantErr: []string{"enforce-node-allocatable: 500 bytes, limit is 64"}},
+		{name: "relative kube-reserved cgroup", args: []string{"--node-name", "n1", "--enforce-node-allocatable", "kube-reserved", "--kube-reserved-cgroup", "actorlet"}, wantErr: []string{`kube-reserved-cgroup: "actorlet": want an absolute cgroup path`}},
+		{name: "relative cgroup root", args: []string{"--node-name", "n1", "--cgroup-root", "../x"}, wantErr: []string{`cgroup-root: "../x": want an absolute cgroup path`}},
+		{name: "systemd driver on the process runtime", args: []string{"--node-name", "n1", "--cgroup-driver", "systemd"}, wantErr: []string{"cgroup-driver: systemd: the embedded process runtime takes cgroupfs paths only"}},
+		{name: "bad cgroup driver", args: []string{"--node-name", "n1", "--cgroup-driver", "lxc"}, wantErr: []string{`cgroup-driver: "lxc": want cgroupfs or systemd`}},
 		{name: "bad session limit", args: []string{"--node-name", "n1", "--max-interactive-sessions", "-3"}, wantErr: []string{"max-interactive-sessions", "must be positive"}},
 		{name: "bad stream idle timeout", args: []string{"--node-name", "n1", "--streaming-connection-idle-timeout", "0s"}, wantErr: []string{"streaming-connection-idle-timeout", "must be positive"}},
 		{name: "bad duration flag", args: []string{"--sync-frequency", "often"}, wantErr: []string{"sync-frequency"}},
@@ -178,5 +211,20 @@ func TestParseTaints(t *testing.T) {
 		if _, err := ParseTaints(bad); err == nil {
 			t.Errorf("ParseTaints(%q) accepted", bad)
 		}
+	}
+}
+
+// An agent asked for the systemd cgroup driver on a host without systemd
+// refuses to start, saying why.
+func TestStartRefusesSystemdDriverWithoutSystemd(t *testing.T) {
+	if _, err := os.Stat("/run/systemd/system"); err == nil {
+		t.Skip("systemd runs here")
+	}
+	cfg := DefaultConfig()
+	cfg.NodeName, cfg.RootDir, cfg.HealthzPort = "n1", t.TempDir(), 0
+	cfg.CgroupDriver = "systemd"
+	a := &Agent{cfg: cfg}
+	if _, err := a.startCgroups(); err == nil || !strings.Contains(err.Error(), "systemd is not running as PID 1") {
+		t.Errorf("startCgroups with the systemd driver: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ const (
 )
 
 func registerEvictionFlags(fs *flag.FlagSet, cfg *Config) {
-	fs.StringVar(&cfg.EvictionHard, "eviction-hard", cfg.EvictionHard, "hard eviction thresholds, signal<value,... (memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, pid.available; a quantity or a percentage; 0 turns one off): a pod is evicted at once while one is met. Given, it replaces the whole default list, as the kubelet's")
+	fs.StringVar(&cfg.EvictionHard, "eviction-hard", cfg.EvictionHard, "hard eviction thresholds, signal<value,... (memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available; a quantity or a percentage; 0 turns one off): a pod is evicted at once while one is met. Given, it replaces the whole default list, as the kubelet's. memory.available's and nodefs.available's count in the node's Allocatable")
 	fs.StringVar(&cfg.EvictionSoft, "eviction-soft", cfg.EvictionSoft, "soft eviction thresholds, signal<value,...: a pod is evicted once one is met for its --eviction-soft-grace-period")
 	fs.StringVar(&cfg.EvictionSoftGracePeriod, "eviction-soft-grace-period", cfg.EvictionSoftGracePeriod, "grace period of each soft threshold, signal=duration,... (e.g. memory.available=1m30s)")
 	fs.StringVar(&cfg.EvictionMinimumReclaim, "eviction-minimum-reclaim", cfg.EvictionMinimumReclaim, "amount above a threshold a signal must recover to before the threshold is resolved, signal=value,... (e.g. memory.available=500Mi)")

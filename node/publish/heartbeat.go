@@ -19,6 +19,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/allocatable"
 )
 
 // Heartbeat defaults.
@@ -43,6 +44,9 @@ type HeartbeatConfig struct {
 	Taints []v1.Taint
 	// MaxPods is the pods capacity (default podrules.DefaultMaxPods).
 	MaxPods int
+	// Reserved is held back from the capacity: Allocatable is computed
+	// from it as the kubelet's (zero: Allocatable = Capacity).
+	Reserved allocatable.Config
 	// Clock paces the beats (default real time).
 	Clock clock.WithTicker
 }
@@ -103,6 +107,7 @@ func StartHeartbeat(ctx context.Context, cfg HeartbeatConfig) (*Heartbeat, error
 		done:  make(chan struct{}),
 	}
 	h.facts.period = cfg.Period
+	h.facts.allocatable = cfg.Reserved.Allocatable(h.facts.capacity)
 	h.facts.taints = append([]v1.Taint(nil), cfg.Taints...)
 	ctx, h.cancel = context.WithCancel(ctx)
 	ticker := cfg.Clock.NewTicker(cfg.Period)

@@ -12,11 +12,13 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/messages/podrules"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/allocatable"
 )
 
 // conditions is a switchable NodeConditions provider.
@@ -266,5 +268,43 @@ func TestNodePressureConditions(t *testing.T) {
 	}
 	if c := under[v1.NodeReady]; c.Status != v1.ConditionTrue {
 		t.Errorf("Ready under memory pressure: %+v, want True", c)
+	}
+}
+
+// The node record reports Allocatable = Capacity − reservations, as the
+// kubelet's.
+func TestHeartbeatReportsAllocatable(t *testing.T) {
+	ts := startServer(t)
+	_, js := ts.connect()
+	kv := createBucket(t, js, wire.NodesBucket)
+	conds := &conditions{}
+	conds.set(messages.NodeConditions{RuntimeReady: true, PLEGHealthy: true}, nil)
+	evict, err := allocatable.ParseEvictionHard("--eviction-hard", "memory.available<100Mi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := StartHeartbeat(context.Background(), HeartbeatConfig{
+		JS: js, NodeName: "n1", Conditions: conds.get, MaxPods: 10,
+		Reserved: allocatable.Config{
+			SystemReserved: v1.ResourceList{v1.ResourceMemory: resource.MustParse("200Mi"), v1.ResourcePods: resource.MustParse("1")},
+			EvictionHard:   evict,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Stop)
+	var n *v1.Node
+	eventually(t, 5*time.Second, "node registered", func() bool { n = readNode(t, kv, "n1"); return n != nil })
+	if pods := n.Status.Allocatable[v1.ResourcePods]; pods.Value() != 9 {
+		t.Errorf("pods allocatable %s, want 9", pods.String())
+	}
+	capMem, ok := n.Status.Capacity[v1.ResourceMemory]
+	if !ok {
+		t.Skip("no memory capacity on this host")
+	}
+	allocMem := n.Status.Allocatable[v1.ResourceMemory]
+	if want := capMem.Value() - 300<<20; allocMem.Value() != want {
+		t.Errorf("memory allocatable %d, want capacity %d − 300Mi = %d", allocMem.Value(), capMem.Value(), want)
 	}
 }

@@ -31,18 +31,24 @@ const NodeShuttingDownMessage = "node is shutting down"
 
 // nodeFacts is what a node reports that does not change while it runs.
 type nodeFacts struct {
-	name      string
-	labels    map[string]string
-	capacity  v1.ResourceList
-	info      v1.NodeSystemInfo
-	addresses []v1.NodeAddress
-	period    time.Duration // heartbeat period, published as an annotation
-	taints    []v1.Taint
+	name     string
+	labels   map[string]string
+	capacity v1.ResourceList
+	// allocatable is capacity minus the reservations (nil: capacity).
+	allocatable v1.ResourceList
+	info        v1.NodeSystemInfo
+	addresses   []v1.NodeAddress
+	period      time.Duration // heartbeat period, published as an annotation
+	taints      []v1.Taint
 }
 
 // buildNode renders the node with the latest conditions. prev (may be nil)
 // supplies each condition's lastTransitionTime while its status holds.
 func buildNode(f nodeFacts, conds messages.NodeConditions, condErr error, now time.Time, prev []v1.NodeCondition) *v1.Node {
+	alloc := f.allocatable
+	if alloc == nil {
+		alloc = f.capacity
+	}
 	n := &v1.Node{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 		ObjectMeta: metav1.ObjectMeta{Name: f.name, Labels: copyMap(f.labels),
@@ -50,7 +56,7 @@ func buildNode(f nodeFacts, conds messages.NodeConditions, condErr error, now ti
 		Spec: v1.NodeSpec{Taints: append([]v1.Taint(nil), f.taints...)},
 		Status: v1.NodeStatus{
 			Capacity:    f.capacity.DeepCopy(),
-			Allocatable: f.capacity.DeepCopy(),
+			Allocatable: alloc.DeepCopy(),
 			NodeInfo:    f.info,
 			Addresses:   append([]v1.NodeAddress(nil), f.addresses...),
 			Phase:       v1.NodeRunning,

@@ -34,7 +34,7 @@ func benchIdle(ctx context.Context, e *env) error {
 		return fmt.Errorf("create the agent's log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "--node-name", node, "--root-dir", root, "--nats-port", strconv.Itoa(port), "--healthz-port", "0")
+	cmd := exec.Command(bin, "--node-name", node, "--root-dir", root, "--nats-port", strconv.Itoa(port), "--healthz-port", "0", "--cgroups-per-qos=false")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start actorlet: %w", err)
@@ -101,7 +101,7 @@ func benchIdle(ctx context.Context, e *env) error {
 	if err := measure(e.idlePods); err != nil {
 		return err
 	}
-	t.note("`actorlet --node-name %s --root-dir <tmp> --nats-port <free> --healthz-port 0`: embedded NATS and the embedded process runtime, defaults otherwise (relist 1 s, heartbeat 10 s, sync 1 min)", node)
+	t.note("`actorlet --node-name %s --root-dir <tmp> --nats-port <free> --healthz-port 0 --cgroups-per-qos=false`: embedded NATS and the embedded process runtime, defaults otherwise (relist 1 s, heartbeat 10 s, sync 1 min)", node)
 	t.note("agent CPU: utime+stime of the agent process from /proc/<pid>/stat over the window; RSS: the largest VmRSS sampled each second; pods run `sleep 3600`")
 	t.note("not counted: the per-container shim processes (each a re-executed actorlet binary waiting on its container); the process runtime streams events, so the PLEG does not relist every second")
 	if err := c.purge(ctx, keysOf(values)); err != nil {

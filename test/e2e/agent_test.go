@@ -83,6 +83,10 @@ func (a *agent) start(t *testing.T) {
 		"--relist-period", "500ms",
 		"--node-status-update-frequency", "2s",
 		"--node-ip", "127.0.0.1",
+		// No QoS cgroups unless a scenario asks (with a --cgroup-root of
+		// its own, removed at its end): a /kubepods left behind is not
+		// the run's to leave.
+		"--cgroups-per-qos=false",
 	}
 	if a.opts.natsURL != "" {
 		args = append(args, "--nats-url", a.opts.natsURL)

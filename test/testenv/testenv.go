@@ -27,7 +27,10 @@ func Runtime(t testing.TB, rootDir string) (*procruntime.Runtime, *cri.Client) {
 
 // AgentConfig is the configuration the suites start from: node name, the
 // loopback address, its own root directory, no healthz port, the bus at
-// busURL, the runtime rt, and a 200 ms relist. Tests adjust the rest.
+// busURL, the runtime rt, a 200 ms relist, and no QoS cgroups (agents of
+// parallel tests would share the host's kubepods hierarchy; the cgroup
+// tests turn them on with a cgroup root of their own). Tests adjust the
+// rest.
 func AgentConfig(t testing.TB, node, busURL string, rt cri.Runtime) agent.Config {
 	cfg := agent.DefaultConfig()
 	cfg.NodeName = node
@@ -37,6 +40,7 @@ func AgentConfig(t testing.TB, node, busURL string, rt cri.Runtime) agent.Config
 	cfg.RelistPeriod = 200 * time.Millisecond
 	cfg.NATS = agent.NATSConfig{URL: busURL}
 	cfg.Runtime = rt
+	cfg.CgroupsPerQOS = false
 	return cfg
 }
 

@@ -107,7 +107,7 @@ func TestAgentKilledDuringCreationRunsEachContainerOnce(t *testing.T) {
 	args := []string{
 		"--node-name", node, "--root-dir", root, "--nats-url", srv.ClientURL(),
 		"--healthz-port", "0", "--node-ip", "127.0.0.1", "--pod-manifest-path", "",
-		"--relist-period", "500ms", "-v", "2",
+		"--relist-period", "500ms", "-v", "2", "--cgroups-per-qos=false",
 	}
 
 	// The desired pods, written once before the first start.

@@ -34,6 +34,8 @@ func TestFleet(t *testing.T) {
 		{"Debug", testDebug},
 		{"KubectlForms", testKubectlForms},
 		{"Admission", testAdmission},
+		{"Allocatable", testAllocatable},
+		{"QOSCgroups", testQOSCgroups},
 		{"DebugRefusedWithoutExec", testDebugRefusedWithoutExec},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
