@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/messages/podrules"
 )
 
 // The kubelet's words (pkg/kubelet/eviction/helpers.go), trailing spaces
@@ -183,26 +184,6 @@ func evictionMessage(th Threshold, obs map[Signal]observation, pod *v1.Pod, stat
 	return msg
 }
 
-// bestEffort reports a pod whose containers request and limit no CPU nor
-// memory (qos.GetPodQOS == BestEffort).
-func bestEffort(p *v1.Pod) bool {
-	if p.Status.QOSClass != "" {
-		return p.Status.QOSClass == v1.PodQOSBestEffort
-	}
-	for _, cs := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for _, c := range cs {
-			for _, l := range []v1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
-				for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-					if q, ok := l[name]; ok && !q.IsZero() {
-						return false
-					}
-				}
-			}
-		}
-	}
-	return true
-}
-
 // Admit is the kubelet's eviction admit handler: under no pressure every
 // pod is admitted; under memory pressure alone, all but best-effort ones
 // (those tolerating the memory-pressure taint too); under any other
@@ -213,7 +194,7 @@ func Admit(pod *v1.Pod, conditions []v1.NodeConditionType) (reason, message stri
 		return "", ""
 	}
 	if len(conditions) == 1 && conditions[0] == v1.NodeMemoryPressure {
-		if !bestEffort(pod) {
+		if podrules.QOSClass(pod) != v1.PodQOSBestEffort {
 			return "", ""
 		}
 		for _, t := range pod.Spec.Tolerations {
