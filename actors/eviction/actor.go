@@ -24,6 +24,11 @@ const immediateGracePeriod int64 = 1
 // statsTimeout bounds one stats reading.
 const statsTimeout = 30 * time.Second
 
+// podCleanupTimeout is how long no other pod is evicted while the last
+// one evicted is still going (the kubelet's waitForPodsCleanup): its
+// memory is not free until its containers are gone.
+const podCleanupTimeout = 30 * time.Second
+
 // Config configures the eviction actor.
 type Config struct {
 	// Thresholds are the hard and soft thresholds (ParseThresholds).
@@ -110,6 +115,10 @@ type evictor struct {
 	conditions []v1.NodeConditionType
 	// evicted are the pods already asked to go: not picked again.
 	evicted map[types.UID]bool
+	// lastEvicted is the pod evicted last, and until when no other is
+	// evicted while it is still active.
+	lastEvicted      types.UID
+	lastEvictedUntil time.Time
 	// notifier is the memory threshold armed; arming is one in flight;
 	// notifyOff stops arming after a failure (logged once).
 	notifier  *memoryNotifier
@@ -212,6 +221,11 @@ func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
 	if len(r.act) == 0 {
 		return
 	}
+	if e.lastEvicted != "" && live[e.lastEvicted] && now.Before(e.lastEvictedUntil) {
+		klog.V(2).InfoS("Eviction manager: waiting for the evicted pod to be cleaned up", "podUID", e.lastEvicted)
+		return
+	}
+	e.lastEvicted = ""
 	th := r.act[0]
 	quantity, available := thresholdAmount(th, obs)
 	klog.InfoS("Eviction manager: threshold met, attempting to reclaim", "signal", th.Signal, "threshold", quantity.String(), "available", available.String(), "soft", th.Soft)
@@ -236,6 +250,7 @@ func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
 		Conditions: []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
 			Reason: v1.PodReasonTerminationByKubelet, Message: msg}}}
 	e.evicted[pod.UID] = true
+	e.lastEvicted, e.lastEvictedUntil = pod.UID, now.Add(podCleanupTimeout)
 	klog.InfoS("Evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", th.Signal, "message", msg)
 	if e.cfg.Recorder != nil {
 		e.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, Reason, "%s", msg)

@@ -99,3 +99,62 @@ func TestActorEvictsOnePodPerRoundAndHoldsTheCondition(t *testing.T) {
 		t.Fatalf("pressure after the transition period = %v, want none", got)
 	}
 }
+
+// While the pod evicted last is still active no other pod is evicted (its
+// memory is not free yet); once it is gone, the next one is.
+func TestActorWaitsForTheEvictedPodToGo(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	hog, other := pod("hog", 0, ""), pod("other", 0, "")
+	active := []*v1.Pod{hog, other}
+	read := func(context.Context) (Stats, error) {
+		pods := map[types.UID]PodStats{}
+		memUse(pods, "hog", 200*mi)
+		memUse(pods, "other", 100*mi)
+		return Stats{MemoryCapacity: 1000 * mi, MemoryWorkingSet: 950 * mi, Pods: pods}, nil
+	}
+	props, err := Props(Config{Thresholds: mustParse(t, Flags{Hard: "memory.available<100Mi"}), Stats: read, Clock: clk,
+		MonitoringInterval: 10 * time.Second, PressureTransitionPeriod: time.Minute, NoMemoryNotifications: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := make(chan struct{}, 16)
+	kills := make(chan types.UID, 16)
+	actortest.SpawnChild(t, actortest.System(t), props, func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *messages.GetNodeConditions:
+			mu.Lock()
+			ctx.Respond(&messages.NodeConditions{Pods: slices.Clone(active)})
+			mu.Unlock()
+			rounds <- struct{}{}
+		case *messages.TerminatePod:
+			kills <- m.UID
+		}
+	})
+	next := func() {
+		t.Helper()
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		clk.Step(10 * time.Second)
+		<-rounds
+	}
+	<-rounds
+	if uid := <-kills; uid != hog.UID {
+		t.Fatalf("evicted %s first, want the hog", uid)
+	}
+	next()
+	next() // the second round's decision is done once the third asks
+	select {
+	case uid := <-kills:
+		t.Fatalf("evicted %s while the hog was still going", uid)
+	default:
+	}
+	mu.Lock()
+	active = []*v1.Pod{other}
+	mu.Unlock()
+	next()
+	if uid := <-kills; uid != other.UID {
+		t.Fatalf("evicted %s once the hog was gone, want the other pod", uid)
+	}
+}
