@@ -20,11 +20,9 @@ import (
 // evicted per round, the best-effort hog first, with the kubelet's status;
 // the condition reported at once and held for the transition period.
 func TestActorEvictsOnePodPerRoundAndHoldsTheCondition(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var mu sync.Mutex
 	avail := uint64(50)
 	hog, guaranteed := pod("hog", 0, ""), pod("guaranteed", 0, "400Mi")
-	active := []*v1.Pod{hog, guaranteed}
 	read := func(context.Context) (Stats, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -33,36 +31,9 @@ func TestActorEvictsOnePodPerRoundAndHoldsTheCondition(t *testing.T) {
 		memUse(pods, "guaranteed", 100*mi)
 		return Stats{MemoryCapacity: 1000 * mi, MemoryWorkingSet: (1000 - avail) * mi, Pods: pods}, nil
 	}
-	props, err := Props(Config{Thresholds: mustParse(t, Flags{Hard: "memory.available<100Mi"}), Stats: read, Clock: clk,
-		MonitoringInterval: 10 * time.Second, PressureTransitionPeriod: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rounds := make(chan struct{}, 16)
-	pressure := make(chan []v1.NodeConditionType, 16)
-	kills := make(chan *messages.TerminatePod, 16)
-	actortest.SpawnChild(t, actortest.System(t), props, func(ctx actor.Context) {
-		switch m := ctx.Message().(type) {
-		case *messages.GetNodeConditions:
-			mu.Lock()
-			ctx.Respond(&messages.NodeConditions{Pods: slices.Clone(active)})
-			mu.Unlock()
-			rounds <- struct{}{}
-		case *messages.NodePressureChanged:
-			pressure <- m.Conditions
-		case *messages.TerminatePod:
-			kills <- m
-		}
-	})
-	next := func() {
-		t.Helper()
-		for !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
-		}
-		clk.Step(10 * time.Second)
-		<-rounds
-	}
-	<-rounds // the first round runs at start
+	p := startUnder(t, Config{Thresholds: mustParse(t, Flags{Hard: "memory.available<100Mi"}), Stats: read,
+		PressureTransitionPeriod: time.Minute}, hog, guaranteed)
+	pressure, kills, next := p.pressure, p.kills, p.next
 	if got := <-pressure; !slices.Equal(got, []v1.NodeConditionType{v1.NodeMemoryPressure}) {
 		t.Fatalf("pressure = %v", got)
 	}
@@ -80,8 +51,9 @@ func TestActorEvictsOnePodPerRoundAndHoldsTheCondition(t *testing.T) {
 	}
 	// The hog is gone and memory is back: no further eviction, the
 	// condition held until the transition period is over.
+	p.setActive(guaranteed)
 	mu.Lock()
-	active, avail = []*v1.Pod{guaranteed}, 500
+	avail = 500
 	mu.Unlock()
 	next()
 	next() // the previous round's decision is done once the next one asks
@@ -103,58 +75,83 @@ func TestActorEvictsOnePodPerRoundAndHoldsTheCondition(t *testing.T) {
 // While the pod evicted last is still active no other pod is evicted (its
 // memory is not free yet); once it is gone, the next one is.
 func TestActorWaitsForTheEvictedPodToGo(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	var mu sync.Mutex
 	hog, other := pod("hog", 0, ""), pod("other", 0, "")
-	active := []*v1.Pod{hog, other}
 	read := func(context.Context) (Stats, error) {
 		pods := map[types.UID]PodStats{}
 		memUse(pods, "hog", 200*mi)
 		memUse(pods, "other", 100*mi)
 		return Stats{MemoryCapacity: 1000 * mi, MemoryWorkingSet: 950 * mi, Pods: pods}, nil
 	}
-	props, err := Props(Config{Thresholds: mustParse(t, Flags{Hard: "memory.available<100Mi"}), Stats: read, Clock: clk,
-		MonitoringInterval: 10 * time.Second, PressureTransitionPeriod: time.Minute, NoMemoryNotifications: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rounds := make(chan struct{}, 16)
-	kills := make(chan types.UID, 16)
-	actortest.SpawnChild(t, actortest.System(t), props, func(ctx actor.Context) {
-		switch m := ctx.Message().(type) {
-		case *messages.GetNodeConditions:
-			mu.Lock()
-			ctx.Respond(&messages.NodeConditions{Pods: slices.Clone(active)})
-			mu.Unlock()
-			rounds <- struct{}{}
-		case *messages.TerminatePod:
-			kills <- m.UID
-		}
-	})
-	next := func() {
-		t.Helper()
-		for !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
-		}
-		clk.Step(10 * time.Second)
-		<-rounds
-	}
-	<-rounds
-	if uid := <-kills; uid != hog.UID {
-		t.Fatalf("evicted %s first, want the hog", uid)
+	p := startUnder(t, Config{Thresholds: mustParse(t, Flags{Hard: "memory.available<100Mi"}), Stats: read,
+		PressureTransitionPeriod: time.Minute}, hog, other)
+	kills, next := p.kills, p.next
+	if k := <-kills; k.UID != hog.UID {
+		t.Fatalf("evicted %s first, want the hog", k.UID)
 	}
 	next()
 	next() // the second round's decision is done once the third asks
 	select {
-	case uid := <-kills:
-		t.Fatalf("evicted %s while the hog was still going", uid)
+	case k := <-kills:
+		t.Fatalf("evicted %s while the hog was still going", k.UID)
 	default:
 	}
-	mu.Lock()
-	active = []*v1.Pod{other}
-	mu.Unlock()
+	p.setActive(other)
 	next()
-	if uid := <-kills; uid != other.UID {
-		t.Fatalf("evicted %s once the hog was gone, want the other pod", uid)
+	if k := <-kills; k.UID != other.UID {
+		t.Fatalf("evicted %s once the hog was gone, want the other pod", k.UID)
 	}
+}
+
+// parent stands in for the supervisor: it answers GetNodeConditions with
+// the active pods and keeps what the actor tells it.
+type parent struct {
+	t        *testing.T
+	clk      *clocktesting.FakeClock
+	mu       sync.Mutex
+	active   []*v1.Pod
+	rounds   chan struct{}
+	pressure chan []v1.NodeConditionType
+	kills    chan *messages.TerminatePod
+}
+
+func startUnder(t *testing.T, cfg Config, active ...*v1.Pod) *parent {
+	p := &parent{t: t, clk: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), active: active,
+		rounds: make(chan struct{}, 16), pressure: make(chan []v1.NodeConditionType, 16), kills: make(chan *messages.TerminatePod, 16)}
+	cfg.Clock, cfg.MonitoringInterval, cfg.NoMemoryNotifications = p.clk, 10*time.Second, true
+	props, err := Props(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actortest.SpawnChild(t, actortest.System(t), props, func(ctx actor.Context) {
+		switch m := ctx.Message().(type) {
+		case *messages.GetNodeConditions:
+			p.mu.Lock()
+			ctx.Respond(&messages.NodeConditions{Pods: slices.Clone(p.active)})
+			p.mu.Unlock()
+			p.rounds <- struct{}{}
+		case *messages.NodePressureChanged:
+			p.pressure <- m.Conditions
+		case *messages.TerminatePod:
+			p.kills <- m
+		}
+	})
+	<-p.rounds // the first round runs at start
+	return p
+}
+
+func (p *parent) setActive(pods ...*v1.Pod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.active = pods
+}
+
+// next runs the next round; the previous round's decision is done once
+// it returns.
+func (p *parent) next() {
+	p.t.Helper()
+	for !p.clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	p.clk.Step(10 * time.Second)
+	<-p.rounds
 }
