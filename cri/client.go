@@ -497,6 +497,18 @@ func (c *Client) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoRespon
 	return resp, nil
 }
 
+// ListContainerStats returns the containers' usage (memory working set,
+// writable layer) with their labels.
+func (c *Client) ListContainerStats(ctx context.Context) ([]*runtimeapi.ContainerStats, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("ListContainerStats: %w", err)
+	}
+	return resp.GetStats(), nil
+}
+
 func sandboxName(config *runtimeapi.PodSandboxConfig) string {
 	m := config.GetMetadata()
 	return fmt.Sprintf("%s/%s", m.GetNamespace(), m.GetName())

@@ -98,6 +98,9 @@ type NodeConditions struct {
 	// ShuttingDown is set while a graceful node shutdown is in progress:
 	// the node reports Ready false ("node is shutting down").
 	ShuttingDown bool
+	// Pressure are the node's pressure conditions (MemoryPressure,
+	// DiskPressure, PIDPressure) the eviction manager reports.
+	Pressure []v1.NodeConditionType
 }
 
 // GetNodeConditions asks the supervisor for NodeConditions.

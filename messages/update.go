@@ -58,6 +58,12 @@ const (
 	ConfigMirrorAnnotation = "kubernetes.io/config.mirror"
 )
 
+// IsStatic reports a static pod (from the manifest directory), as the
+// kubelet's IsStaticPod.
+func IsStatic(p *v1.Pod) bool {
+	return p.Annotations[ConfigSourceAnnotation] == SourceFile
+}
+
 // PodUpdate is a change of desired pods from one source.
 type PodUpdate struct {
 	Op     Op

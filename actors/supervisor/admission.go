@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/actorlet/actorlet/actors/eviction"
 )
 
 // Reasons a pod is rejected at admission (the kubelet's).
@@ -24,6 +26,9 @@ type node struct {
 	runtime     func(*v1.Pod) (reason, message string) // nil: no runtime check
 	// shuttingDown refuses every pod: the node is shutting down.
 	shuttingDown bool
+	// pressure are the node's pressure conditions: the eviction manager's
+	// admission refuses pods under them.
+	pressure []v1.NodeConditionType
 }
 
 // rejection says why a pod was refused.
@@ -74,6 +79,9 @@ func (u *usage) add(pod *v1.Pod) {
 func admit(n node, pod *v1.Pod, u *usage) *rejection {
 	if n.shuttingDown {
 		return &rejection{ReasonNodeShutdown, messageNodeShutdown}
+	}
+	if reason, msg := eviction.Admit(pod, n.pressure); reason != "" {
+		return &rejection{reason, msg}
 	}
 	if u.pods+1 > n.maxPods {
 		return &rejection{ReasonOutOfPods, fmt.Sprintf("Node didn't have enough resource: pods, requested: 1, used: %d, capacity: %d", u.pods, n.maxPods)}

@@ -124,3 +124,19 @@ func TestUsageIncrementalEqualsRebuilt(t *testing.T) {
 		}
 	}
 }
+
+// Under memory pressure best-effort pods are refused with the kubelet's
+// reason and message, others admitted; under disk pressure every pod.
+func TestAdmitUnderPressure(t *testing.T) {
+	mem := node{maxPods: 10, pressure: []v1.NodeConditionType{v1.NodeMemoryPressure}}
+	if r := admit(mem, newPod("be", "be", 1), newUsage(nil)); r == nil || r.Reason != "Evicted" || r.Message != "The node had condition: [MemoryPressure]. " {
+		t.Errorf("best effort under memory pressure: %+v", r)
+	}
+	if r := admit(mem, withRequests(newPod("bu", "bu", 1), "100m", "10Mi"), newUsage(nil)); r != nil {
+		t.Errorf("burstable under memory pressure refused: %+v", r)
+	}
+	disk := node{maxPods: 10, pressure: []v1.NodeConditionType{v1.NodeDiskPressure}}
+	if r := admit(disk, withRequests(newPod("bu", "bu", 1), "100m", "10Mi"), newUsage(nil)); r == nil || r.Message != "The node had condition: [DiskPressure]. " {
+		t.Errorf("burstable under disk pressure: %+v", r)
+	}
+}

@@ -17,6 +17,9 @@ const (
 	ChildPLEG   = "pleg"
 	ChildProber = "prober"
 	ChildStatus = "status"
+	// ChildEviction is the eviction manager (actors/eviction), the
+	// housekeeping child that watches the node's pressure.
+	ChildEviction = "eviction"
 )
 
 // coreChild is one fixed child: its name, its props in Children, and where
@@ -32,6 +35,7 @@ var coreChildren = []coreChild{
 	{ChildPLEG, func(c Children) func() (*actor.Props, error) { return c.PLEG }, func(s *supervisor) **actor.PID { return &s.pleg }},
 	{ChildProber, func(c Children) func() (*actor.Props, error) { return c.Prober }, func(s *supervisor) **actor.PID { return &s.prober }},
 	{ChildStatus, func(c Children) func() (*actor.Props, error) { return c.Status }, func(s *supervisor) **actor.PID { return &s.status }},
+	{ChildEviction, func(c Children) func() (*actor.Props, error) { return c.Eviction }, func(s *supervisor) **actor.PID { return &s.eviction }},
 }
 
 // Handles are the PIDs the agent and operators address: the sync loop and

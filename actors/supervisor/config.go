@@ -47,6 +47,9 @@ type Children struct {
 	PLEG   func() (*actor.Props, error)
 	Prober func() (*actor.Props, error)
 	Status func() (*actor.Props, error)
+	// Eviction, optional, is the eviction manager (actors/eviction): it
+	// tells the supervisor NodePressureChanged and TerminatePod.
+	Eviction func() (*actor.Props, error)
 }
 
 // Config configures the sync loop.

@@ -8,7 +8,7 @@
 //	ProbeResultChanged     │              │ ◀────────────── PodSyncCompleted,
 //	TerminatePod, ...      └──────────────┘                 PodWorkerStateChanged,
 //	                        │    │     │                    PodStatusComputed
-//	              children: pleg prober status (optional)
+//	              children: pleg prober status eviction (optional)
 //
 // Pod actors are spawned here with the supervision strategy declared here:
 // a panicking pod actor is restarted with exponential back-off, at most a few
@@ -43,7 +43,7 @@
 // holds them until it runs again); to failed and purging ones they are only
 // remembered (worker.last) and replayed by the respawned actor.
 //
-// The fixed children (pleg, prober, status) are a table (coreChildren):
+// The fixed children (pleg, prober, status, eviction) are a table (coreChildren):
 // spawned at start under their names, respawned at housekeeping when they
 // stop; Handles gives their PIDs to the agent.
 //

@@ -74,7 +74,7 @@ func (s staticPods) isWaiting(uid types.UID) bool {
 }
 
 func isStatic(p *v1.Pod) bool {
-	return p.Annotations[messages.ConfigSourceAnnotation] == messages.SourceFile
+	return messages.IsStatic(p)
 }
 
 func fullName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }

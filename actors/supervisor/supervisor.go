@@ -52,6 +52,7 @@ type supervisor struct {
 	imageGCRunning bool // an image collection is in flight
 
 	pleg, prober, status *actor.PID
+	eviction             *actor.PID      // the eviction manager, when configured
 	lostChildren         map[string]bool // fixed children to respawn, by name
 	stopping             bool            // the loop itself is stopping
 
@@ -161,6 +162,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.plegHealthy, s.plegMessage = m.Healthy, m.Message
 	case *messages.RuntimeHealthChanged:
 		s.runtimeReady, s.runtimeMessage = m.Ready, m.Message
+	case *messages.NodePressureChanged:
+		// New pods are admitted against the pressure (actors/eviction.Admit).
+		s.node.pressure = m.Conditions
 	case *messages.NodeLabelsChanged:
 		// New pods are admitted against the new labels; admitted ones keep
 		// running (IgnoredDuringExecution), rejected ones stay rejected.
@@ -267,7 +271,8 @@ func (s *supervisor) terminatePod(ctx actor.Context, m *messages.TerminatePod) {
 // nodeConditions answers GetNodeConditions.
 func (s *supervisor) nodeConditions() *messages.NodeConditions {
 	nc := &messages.NodeConditions{RuntimeReady: s.runtimeReady, RuntimeMessage: s.runtimeMessage,
-		PLEGHealthy: s.plegHealthy, PLEGMessage: s.plegMessage, Pods: s.activePods(), ShuttingDown: s.node.shuttingDown}
+		PLEGHealthy: s.plegHealthy, PLEGMessage: s.plegMessage, Pods: s.activePods(), ShuttingDown: s.node.shuttingDown,
+		Pressure: append([]v1.NodeConditionType(nil), s.node.pressure...)}
 	for _, w := range s.workers {
 		if !w.workDone() && w.actor != actorFailed {
 			nc.RunningPods++

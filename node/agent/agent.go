@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/actorlet/actorlet/actors/actorutil"
+	"github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/prober"
 	"github.com/actorlet/actorlet/actors/status"
@@ -337,6 +338,13 @@ func (a *Agent) startActors() error {
 	}
 	if a.imageGC != nil {
 		supCfg.ImageGC = a.imageGC
+	}
+	evCfg, err := a.evictionConfig()
+	if err != nil {
+		return err
+	}
+	if evCfg != nil {
+		supCfg.Children.Eviction = func() (*actor.Props, error) { return eviction.Props(*evCfg) }
 	}
 	if err := supCfg.Validate(); err != nil {
 		return err

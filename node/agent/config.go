@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/actorlet/actorlet/actors/eviction"
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/cm"
@@ -65,19 +66,35 @@ type Config struct {
 	// Reservations and QoS cgroups, as the kubelet's flags of the same
 	// names (node/allocatable, cri/cm). SystemReserved and KubeReserved
 	// are cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000;
-	// EvictionHard's memory.available (and nodefs.available) thresholds
-	// count in Allocatable; EnforceNodeAllocatable is "none" or a list of
+	// the eviction thresholds below
+	// (EvictionHard's memory.available and nodefs.available) count in
+	// Allocatable; EnforceNodeAllocatable is "none" or a list of
 	// pods, system-reserved, kube-reserved (the last two limit
 	// SystemReservedCgroup / KubeReservedCgroup, which must exist).
 	SystemReserved         string `json:"systemReserved"`
 	KubeReserved           string `json:"kubeReserved"`
-	EvictionHard           string `json:"evictionHard"`
 	EnforceNodeAllocatable string `json:"enforceNodeAllocatable"`
 	SystemReservedCgroup   string `json:"systemReservedCgroup"`
 	KubeReservedCgroup     string `json:"kubeReservedCgroup"`
 	CgroupsPerQOS          bool   `json:"cgroupsPerQOS"`
 	CgroupDriver           string `json:"cgroupDriver"`
 	CgroupRoot             string `json:"cgroupRoot"`
+
+	// Node pressure and eviction, as the kubelet's flags of the same names
+	// (thresholds as the flags' text: "memory.available<100Mi,...").
+	// EvictionMemoryCgroup and EvictionMemoryCapacity confine
+	// memory.available to one memory cgroup with a capacity of its own
+	// (actors/eviction.NodeStats): tests, and edge boxes that watch only
+	// the pods' share.
+	EvictionHard                     string        `json:"evictionHard"`
+	EvictionSoft                     string        `json:"evictionSoft"`
+	EvictionSoftGracePeriod          string        `json:"evictionSoftGracePeriod"`
+	EvictionMinimumReclaim           string        `json:"evictionMinimumReclaim"`
+	EvictionMaxPodGracePeriod        int64         `json:"evictionMaxPodGracePeriod"`
+	EvictionPressureTransitionPeriod time.Duration `json:"evictionPressureTransitionPeriod"`
+	EvictionMonitoringInterval       time.Duration `json:"evictionMonitoringInterval"`
+	EvictionMemoryCgroup             string        `json:"evictionMemoryCgroup"`
+	EvictionMemoryCapacity           string        `json:"evictionMemoryCapacity"`
 
 	SyncFrequency             time.Duration `json:"syncFrequency"`
 	RelistPeriod              time.Duration `json:"relistPeriod"`
@@ -269,34 +286,36 @@ func (n NATSConfig) Protocol() bus.ProtocolSettings {
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
-		NodeName:                       strings.ToLower(host),
-		RootDir:                        "/var/lib/actorlet",
-		Isolation:                      "auto",
-		RuntimeRequestTimeout:          2 * time.Minute,
-		MaxPods:                        podrules.DefaultMaxPods,
-		MaxParallelRuntimeCalls:        defaultMaxParallelRuntimeCalls,
-		ContainerLogMaxSize:            "10Mi",
-		ContainerLogMaxFiles:           crilogs.DefaultMaxFiles,
-		ContainerLogMonitorInterval:    crilogs.DefaultMonitorInterval,
-		ImageGCHighThresholdPercent:    imagegc.DefaultPolicy().HighThresholdPercent,
-		ImageGCLowThresholdPercent:     imagegc.DefaultPolicy().LowThresholdPercent,
-		ImageMinimumGCAge:              imagegc.DefaultPolicy().MinAge,
-		EvictionHard:                   allocatable.DefaultEvictionHard,
-		EnforceNodeAllocatable:         "pods",
-		CgroupsPerQOS:                  true,
-		CgroupDriver:                   "cgroupfs",
-		CgroupRoot:                     "/",
-		SyncFrequency:                  time.Minute,
-		RelistPeriod:                   time.Second,
-		NodeStatusUpdateFrequency:      10 * time.Second,
-		HealthzBindAddress:             "127.0.0.1",
-		HealthzPort:                    10248,
-		AllowExec:                      true,
-		AllowLogs:                      true,
-		EnableDebuggingHandlers:        true,
-		MaxInteractiveSessions:         32,
-		StreamingConnectionIdleTimeout: 4 * time.Hour,
-		NATS:                           NATSConfig{Host: "127.0.0.1", Port: 4222},
+		NodeName:                         strings.ToLower(host),
+		RootDir:                          "/var/lib/actorlet",
+		Isolation:                        "auto",
+		RuntimeRequestTimeout:            2 * time.Minute,
+		MaxPods:                          podrules.DefaultMaxPods,
+		MaxParallelRuntimeCalls:          defaultMaxParallelRuntimeCalls,
+		ContainerLogMaxSize:              "10Mi",
+		ContainerLogMaxFiles:             crilogs.DefaultMaxFiles,
+		ContainerLogMonitorInterval:      crilogs.DefaultMonitorInterval,
+		ImageGCHighThresholdPercent:      imagegc.DefaultPolicy().HighThresholdPercent,
+		ImageGCLowThresholdPercent:       imagegc.DefaultPolicy().LowThresholdPercent,
+		ImageMinimumGCAge:                imagegc.DefaultPolicy().MinAge,
+		EvictionHard:                     eviction.DefaultEvictionHard,
+		EvictionPressureTransitionPeriod: eviction.DefaultPressureTransitionPeriod,
+		EvictionMonitoringInterval:       eviction.DefaultMonitoringInterval,
+		EnforceNodeAllocatable:           "pods",
+		CgroupsPerQOS:                    true,
+		CgroupDriver:                     "cgroupfs",
+		CgroupRoot:                       "/",
+		SyncFrequency:                    time.Minute,
+		RelistPeriod:                     time.Second,
+		NodeStatusUpdateFrequency:        10 * time.Second,
+		HealthzBindAddress:               "127.0.0.1",
+		HealthzPort:                      10248,
+		AllowExec:                        true,
+		AllowLogs:                        true,
+		EnableDebuggingHandlers:          true,
+		MaxInteractiveSessions:           32,
+		StreamingConnectionIdleTimeout:   4 * time.Hour,
+		NATS:                             NATSConfig{Host: "127.0.0.1", Port: 4222},
 	}
 }
 
@@ -332,7 +351,6 @@ func ParseFlags(args []string) (Config, error) {
 	fs.DurationVar(&cfg.ImageMaximumGCAge, "image-maximum-gc-age", cfg.ImageMaximumGCAge, "an image unused for this long is garbage collected whatever the disk usage (0: off)")
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", cfg.SystemReserved, "resources held back for the system, cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000: subtracted from the node's Allocatable")
 	fs.StringVar(&cfg.KubeReserved, "kube-reserved", cfg.KubeReserved, "resources held back for the agent and the bus, in --system-reserved's form: subtracted from the node's Allocatable")
-	fs.StringVar(&cfg.EvictionHard, "eviction-hard", cfg.EvictionHard, "hard eviction thresholds, signal<quantity or signal<percent%, comma-separated; memory.available's and nodefs.available's count in the node's Allocatable")
 	fs.StringVar(&cfg.EnforceNodeAllocatable, "enforce-node-allocatable", cfg.EnforceNodeAllocatable, "comma-separated: pods (limit the kubepods cgroup to capacity minus --system-reserved and --kube-reserved), system-reserved and kube-reserved (limit --system-reserved-cgroup / --kube-reserved-cgroup to the reservation); none: nothing (needs --cgroups-per-qos)")
 	fs.StringVar(&cfg.SystemReservedCgroup, "system-reserved-cgroup", cfg.SystemReservedCgroup, "existing cgroup of the system's daemons, limited to --system-reserved when --enforce-node-allocatable has system-reserved (e.g. /system.slice)")
 	fs.StringVar(&cfg.KubeReservedCgroup, "kube-reserved-cgroup", cfg.KubeReservedCgroup, "existing cgroup of the agent and the bus, limited to --kube-reserved when --enforce-node-allocatable has kube-reserved")
@@ -358,6 +376,7 @@ func ParseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.NATS.Port, "nats-port", cfg.NATS.Port, "client port of the embedded NATS server (-1: random)")
 	fs.DurationVar(&cfg.ShutdownGracePeriod, "shutdown-grace-period", cfg.ShutdownGracePeriod, "on a system shutdown (systemd-logind's PrepareForShutdown), terminate the pods within this time, lowest priority first, holding the shutdown back with a logind delay inhibitor lock (whole seconds; 0: off, pods get no grace period)")
 	fs.DurationVar(&cfg.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", cfg.ShutdownGracePeriodCriticalPods, "the part of --shutdown-grace-period kept for critical pods (priority >= 2000000000), terminated after the others")
+	registerEvictionFlags(fs, &cfg)
 	registerSecurityFlags(fs, &cfg)
 	fs.StringVar(&cfg.NATS.LeafURL, "nats-leaf-url", cfg.NATS.LeafURL, "run the embedded NATS server as a leaf node of the fleet's cluster at these URLs (nats-leaf://hub:7422,...): an edge node that keeps working while the uplink is down")
 	fs.StringVar(&cfg.NATS.LeafCreds, "nats-leaf-creds", cfg.NATS.LeafCreds, ".creds file of the leaf node's uplink")
@@ -472,6 +491,7 @@ func (c *Config) complete() error {
 		errs = append(errs, fmt.Errorf("node-status-update-frequency: must be positive, got %s", c.NodeStatusUpdateFrequency))
 	}
 	errs = append(errs, c.validateShutdown()...)
+	errs = append(errs, c.validateEviction()...)
 	if _, err := c.Reservations(); err != nil {
 		errs = append(errs, err)
 	}

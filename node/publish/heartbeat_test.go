@@ -228,11 +228,46 @@ func TestNodeShuttingDownIsNotReady(t *testing.T) {
 			if c.Status != v1.ConditionFalse || c.Reason != "KubeletNotReady" || c.Message != NodeShuttingDownMessage {
 				t.Fatalf("Ready = %s %q %q, want False KubeletNotReady %q", c.Status, c.Reason, c.Message, NodeShuttingDownMessage)
 			}
+		case v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure:
+			if c.Status != v1.ConditionFalse {
+				t.Fatalf("%s = %s, want False", c.Type, c.Status)
+			}
 		default:
 			if c.Status != v1.ConditionTrue {
 				t.Fatalf("%s = %s, want True", c.Type, c.Status)
 			}
 		}
+	}
+}
+
+// Pressure conditions are reported False with the kubelet's reasons, True
+// while the eviction manager reports them; the node stays Ready (the
+// kubelet's readiness does not depend on pressure).
+func TestNodePressureConditions(t *testing.T) {
+	byType := func(conds []v1.NodeCondition) map[v1.NodeConditionType]v1.NodeCondition {
+		m := map[v1.NodeConditionType]v1.NodeCondition{}
+		for _, c := range conds {
+			m[c.Type] = c
+		}
+		return m
+	}
+	calm := byType(nodeConditions(messages.NodeConditions{RuntimeReady: true, PLEGHealthy: true}, nil, time.Now(), nil))
+	for typ, reason := range map[v1.NodeConditionType]string{v1.NodeMemoryPressure: "KubeletHasSufficientMemory",
+		v1.NodeDiskPressure: "KubeletHasNoDiskPressure", v1.NodePIDPressure: "KubeletHasSufficientPID"} {
+		if c := calm[typ]; c.Status != v1.ConditionFalse || c.Reason != reason {
+			t.Errorf("no pressure: %s = %s %s, want False %s", typ, c.Status, c.Reason, reason)
+		}
+	}
+	under := byType(nodeConditions(messages.NodeConditions{RuntimeReady: true, PLEGHealthy: true,
+		Pressure: []v1.NodeConditionType{v1.NodeMemoryPressure}}, nil, time.Now(), nil))
+	if c := under[v1.NodeMemoryPressure]; c.Status != v1.ConditionTrue || c.Reason != "KubeletHasInsufficientMemory" || c.Message != "kubelet has insufficient memory available" {
+		t.Errorf("under memory pressure: %+v", c)
+	}
+	if c := under[v1.NodeDiskPressure]; c.Status != v1.ConditionFalse {
+		t.Errorf("DiskPressure under memory pressure only: %+v", c)
+	}
+	if c := under[v1.NodeReady]; c.Status != v1.ConditionTrue {
+		t.Errorf("Ready under memory pressure: %+v, want True", c)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +95,7 @@ func nodeConditions(c messages.NodeConditions, condErr error, now time.Time, pre
 		cond(NodePLEGHealthy, c.PLEGHealthy, "PLEGHealthy", "PLEGNotHealthy",
 			"pod lifecycle event generator is relisting", orDefault(c.PLEGMessage, "PLEG is not healthy")),
 	}
+	out = append(out, pressureConditions(c.Pressure, condErr)...)
 	for i := range out {
 		out[i].LastHeartbeatTime = metav1.NewTime(now)
 		out[i].LastTransitionTime = metav1.NewTime(now)
@@ -102,6 +104,39 @@ func nodeConditions(c messages.NodeConditions, condErr error, now time.Time, pre
 				out[i].LastTransitionTime = p.LastTransitionTime
 			}
 		}
+	}
+	return out
+}
+
+// pressure is one pressure condition's words, as the kubelet's
+// setters.MemoryPressureCondition, DiskPressureCondition and
+// PIDPressureCondition write them (status False: no pressure).
+var pressure = []struct {
+	t                     v1.NodeConditionType
+	okReason, badReason   string
+	okMessage, badMessage string
+}{
+	{v1.NodeMemoryPressure, "KubeletHasSufficientMemory", "KubeletHasInsufficientMemory",
+		"kubelet has sufficient memory available", "kubelet has insufficient memory available"},
+	{v1.NodeDiskPressure, "KubeletHasNoDiskPressure", "KubeletHasDiskPressure",
+		"kubelet has no disk pressure", "kubelet has disk pressure"},
+	{v1.NodePIDPressure, "KubeletHasSufficientPID", "KubeletHasInsufficientPID",
+		"kubelet has sufficient PID available", "kubelet has insufficient PID available"},
+}
+
+// pressureConditions are MemoryPressure, DiskPressure and PIDPressure:
+// True while the eviction manager reports them.
+func pressureConditions(under []v1.NodeConditionType, condErr error) []v1.NodeCondition {
+	out := make([]v1.NodeCondition, 0, len(pressure))
+	for _, p := range pressure {
+		nc := v1.NodeCondition{Type: p.t, Status: v1.ConditionFalse, Reason: p.okReason, Message: p.okMessage}
+		switch {
+		case condErr != nil:
+			nc.Status, nc.Reason, nc.Message = v1.ConditionUnknown, "NodeStatusUnknown", "cannot read node conditions: "+condErr.Error()
+		case slices.Contains(under, p.t):
+			nc.Status, nc.Reason, nc.Message = v1.ConditionTrue, p.badReason, p.badMessage
+		}
+		out = append(out, nc)
 	}
 	return out
 }

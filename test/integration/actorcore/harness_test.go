@@ -70,6 +70,9 @@ type envOptions struct {
 	maxPods int
 	// configure, when set, adjusts the agent's configuration last.
 	configure func(*agent.Config)
+	// runtime, when set, starts the env's process runtime instead of
+	// testenv.Runtime (isolation options).
+	runtime func(t testing.TB, rootDir string) (*procruntime.Runtime, *cri.Client)
 }
 
 // newEnv starts a nats-server, a process runtime and an agent. Everything is
@@ -98,7 +101,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.cmd = &wire.Client{NC: e.conn.NC, Timeout: 20 * time.Second}
 
 	t.Cleanup(e.checkNoProcessLeft)
-	e.startRuntime()
+	if o.runtime != nil {
+		e.rt, e.cri = o.runtime(t, e.rtRoot)
+	} else {
+		e.startRuntime()
+	}
 
 	var runtime cri.Runtime = e.cri
 	if o.wrap != nil {

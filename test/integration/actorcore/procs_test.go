@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/actorlet/actorlet/actors/supervisor"
 )
 
 // processesWithEnv lists live (non-zombie) processes whose environment
@@ -60,12 +62,12 @@ func zombie(pid string) bool {
 
 // podActors lists the live pod actors under the supervisor: registered
 // processes named supervisor/<uid> other than its fixed children.
-func podActors(sys *actor.ActorSystem, supervisor *actor.PID) []string {
-	fixed := map[string]bool{"pleg": true, "prober": true, "status": true}
+func podActors(sys *actor.ActorSystem, sup *actor.PID) []string {
+	fixed := map[string]bool{supervisor.ChildPLEG: true, supervisor.ChildProber: true, supervisor.ChildStatus: true, supervisor.ChildEviction: true}
 	var out []string
 	for _, bucket := range sys.ProcessRegistry.LocalPIDs.LocalPIDs {
 		for _, id := range bucket.Keys() {
-			rest, ok := strings.CutPrefix(id, supervisor.Id+"/")
+			rest, ok := strings.CutPrefix(id, sup.Id+"/")
 			if !ok || strings.Contains(rest, "/") || fixed[rest] {
 				continue
 			}
