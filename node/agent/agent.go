@@ -447,6 +447,9 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 	a.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "actorlet_interactive_sessions",
 		Help: "Interactive sessions (exec -it, attach, port-forward connections) the node holds."},
 		func() float64 { return float64(svc.OpenSessions()) }))
+	if cc, ok := a.runtime.(criCallCounter); ok {
+		a.metrics.reg.MustRegister(criCalls{cc})
+	}
 	a.metrics.register(a)
 	a.startGracefulShutdown()
 	if cfg.HealthzPort > 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,7 +44,9 @@ func benchStart(ctx context.Context, e *env) error {
 
 	t := newTable("Pod start latency and teardown on "+rt.kind+" (ms)",
 		"N", "actorlet p50", "actorlet total", "best raw conc.", "raw p50", "raw total", "ratio total",
-		"raw total all at once", "actorlet teardown", "raw teardown", "ratio teardown")
+		"raw total all at once", "actorlet teardown", "raw teardown", "ratio teardown",
+		"actorlet CRI calls/pod start", "actorlet CRI calls/pod teardown")
+	calls := newTable("CRI calls per pod the agent made, by method (the better round)", "N", "phase", "calls/pod", "by method")
 	sweep := newTable("Raw CRI: all N pods Running at each concurrency (ms, total)", "N", "conc.", "raw total", "raw teardown")
 	for _, n := range e.startSizes {
 		// The agent runs once before and once after the raw sweep and the
@@ -78,16 +82,60 @@ func benchStart(ctx context.Context, e *env) error {
 		}
 		t.add(n, agentRun.start.percentile(50), agentRun.start.max(), concLabel(best.conc, n),
 			best.start.percentile(50), best.start.max(), ratio(agentRun.start.max(), best.start.max()),
-			allAtOnce.start.max(), agentRun.teardown, best.teardown, ratio(agentRun.teardown, best.teardown))
+			allAtOnce.start.max(), agentRun.teardown, best.teardown, ratio(agentRun.teardown, best.teardown),
+			perPod(agentRun.startCalls, n), perPod(agentRun.teardownCalls, n))
+		calls.add(n, "start", perPod(agentRun.startCalls, n), byMethod(agentRun.startCalls, n))
+		calls.add(n, "teardown", perPod(agentRun.teardownCalls, n), byMethod(agentRun.teardownCalls, n))
 	}
 	t.note("runtime: %s; one container per pod running `sleep 3600` under a shell that exits at SIGTERM, image %s", rt.kind, rt.image)
 	t.note("actorlet: all N pods written to KV %s at once (32 concurrent writers), --max-parallel-runtime-calls %d; latency = first status in KV actorlet_status with phase Running and the container running, minus the time the apply began; the better of two rounds, one before and one after the raw sweep (with its teardown)", "actorlet_desired", agent.DefaultConfig().MaxParallelRuntimeCalls)
 	t.note("raw CRI: RunPodSandbox + CreateContainer + StartContainer per pod at each fixed concurrency of the sweep below, and all N at once; the best total is the floor; latency = StartContainer returned, minus the start")
 	t.note("teardown: actorlet = all N desired keys deleted → every sandbox of the node removed from the runtime; raw = StopPodSandbox + RemovePodSandbox of N sandboxes at the best start concurrency")
 	t.note("the agent learns a container runs from the PLEG (evented on containerd), the raw client from StartContainer's reply")
+	t.note("CRI calls/pod: unary CRI calls of the agent's runtime client (actorlet_cri_calls_total) from the apply to the last pod Running (start) and from the delete to the last sandbox removed (teardown), over N; PLEG relists in that window count too")
 	e.report.emit(t)
+	e.report.emit(calls)
 	e.report.emit(sweep)
 	return nil
+}
+
+// callDelta is after - before, by method.
+func callDelta(before, after map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for m, n := range after {
+		if d := n - before[m]; d > 0 {
+			out[m] = d
+		}
+	}
+	return out
+}
+
+// perPod is the total of calls over n pods, to one decimal.
+func perPod(calls map[string]uint64, n int) string {
+	var total uint64
+	for _, c := range calls {
+		total += c
+	}
+	return fmt.Sprintf("%.1f", float64(total)/float64(n))
+}
+
+// byMethod lists calls per pod by method, most first.
+func byMethod(calls map[string]uint64, n int) string {
+	methods := make([]string, 0, len(calls))
+	for m := range calls {
+		methods = append(methods, m)
+	}
+	sort.Slice(methods, func(i, j int) bool {
+		if calls[methods[i]] != calls[methods[j]] {
+			return calls[methods[i]] > calls[methods[j]]
+		}
+		return methods[i] < methods[j]
+	})
+	parts := make([]string, len(methods))
+	for i, m := range methods {
+		parts[i] = fmt.Sprintf("%s %.1f", m, float64(calls[m])/float64(n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // rawRun is one raw CRI round: N pods started at concurrency conc, then
@@ -137,8 +185,10 @@ func rawRound(ctx context.Context, e *env, rt *realRuntime, spec podSpec, n, con
 
 // agentRun is one round through the agent.
 type agentRun struct {
-	start    durations
-	teardown time.Duration
+	start         durations
+	teardown      time.Duration
+	startCalls    map[string]uint64 // CRI calls from the apply to all Running
+	teardownCalls map[string]uint64 // CRI calls from the delete to all removed
 }
 
 func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpec, node string, n int, round string) (agentRun, error) {
@@ -153,6 +203,7 @@ func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpe
 		return run, err
 	}
 	defer w.stop()
+	calls0 := rt.client.CallCounts()
 	t0 := time.Now()
 	if err := e.bus.put(ctx, values); err != nil {
 		return run, err
@@ -160,6 +211,8 @@ func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpe
 	if err := waitFor(ctx, 10*time.Minute, fmt.Sprintf("%d pods Running", n), func() bool { return w.count(isRunning) >= n }); err != nil {
 		return run, err
 	}
+	calls1 := rt.client.CallCounts()
+	run.startCalls = callDelta(calls0, calls1)
 	var lat durations
 	for _, p := range w.snapshot() {
 		if !p.running.IsZero() {
@@ -174,13 +227,20 @@ func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpe
 	if err := e.bus.purge(ctx, keysOf(values)); err != nil {
 		return run, err
 	}
+	polls := uint64(0) // the bench's own ListPodSandbox calls, not the agent's
 	err = waitFor(ctx, 5*time.Minute, "the agent to remove its pods' sandboxes", func() bool {
+		polls++
 		sbs, err := rt.client.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 			LabelSelector: map[string]string{kuberuntime.LabelNode: node},
 		})
 		return err == nil && len(sbs) == 0
 	})
 	run.teardown = time.Since(t1)
+	run.teardownCalls = callDelta(calls1, rt.client.CallCounts())
+	run.teardownCalls["ListPodSandbox"] -= min(polls, run.teardownCalls["ListPodSandbox"])
+	if run.teardownCalls["ListPodSandbox"] == 0 {
+		delete(run.teardownCalls, "ListPodSandbox")
+	}
 	return run, err
 }
 
