@@ -193,7 +193,7 @@ func (a *Agent) start(ctx context.Context) error {
 	if a.imageGC != nil {
 		imageUsed = a.imageGC.MarkUsed
 	}
-	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
+	a.manager = kuberuntime.NewManager(a.limitRuntime(), kuberuntime.Options{
 		PodLogsDir:  cfg.PodLogsDir,
 		PodsDir:     filepath.Join(cfg.RootDir, "pods"),
 		HostIP:      a.cfg.NodeIP,
@@ -213,6 +213,23 @@ func (a *Agent) start(ctx context.Context) error {
 		return err
 	}
 	return a.startNodeServices(ctx)
+}
+
+// limitRuntime bounds the runtime work of the manager by
+// --max-parallel-runtime-calls, fixed or adaptive (--runtime-call-limit);
+// the limit in force is the actorlet_runtime_call_limit gauge.
+func (a *Agent) limitRuntime() cri.Runtime {
+	n := a.cfg.MaxParallelRuntimeCalls
+	if n <= 0 {
+		return a.runtime
+	}
+	if a.cfg.RuntimeCallLimit != RuntimeCallLimitAdaptive {
+		a.metrics.callLimit.Set(float64(n))
+		return cri.Limit(a.runtime, n)
+	}
+	g := &cri.Gradient{Max: n, OnChange: func(l int) { a.metrics.callLimit.Set(float64(l)) }}
+	a.metrics.callLimit.Set(float64(g.Limit()))
+	return cri.LimitAdaptive(a.runtime, g)
 }
 
 // startRuntime connects to the CRI endpoint, or starts the embedded process

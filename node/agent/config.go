@@ -48,8 +48,12 @@ type Config struct {
 	MaxPods               int           `json:"maxPods"`
 	// MaxParallelRuntimeCalls bounds the sandbox and container creations,
 	// starts and removals in flight in the runtime (0: unbounded).
-	MaxParallelRuntimeCalls int    `json:"maxParallelRuntimeCalls"`
-	PodLogsDir              string `json:"podLogsDir"`
+	MaxParallelRuntimeCalls int `json:"maxParallelRuntimeCalls"`
+	// RuntimeCallLimit is how that bound is kept: "adaptive" (an in-flight
+	// limit that follows the runtime's latency, MaxParallelRuntimeCalls its
+	// cap) or "fixed" (MaxParallelRuntimeCalls itself).
+	RuntimeCallLimit string `json:"runtimeCallLimit"`
+	PodLogsDir       string `json:"podLogsDir"`
 	// Container log rotation, as the kubelet's flags of the same names.
 	ContainerLogMaxSize         string        `json:"containerLogMaxSize"`
 	ContainerLogMaxFiles        int           `json:"containerLogMaxFiles"`
@@ -108,6 +112,12 @@ type Config struct {
 // the best raw CRI concurrency of the same runs; at 4 the runtime idles
 // between calls that mostly wait (shim start, network set-up).
 const defaultMaxParallelRuntimeCalls = 8
+
+// Values of --runtime-call-limit.
+const (
+	RuntimeCallLimitAdaptive = "adaptive"
+	RuntimeCallLimitFixed    = "fixed"
+)
 
 // maxParallelRuntimeCallsLimit is the largest bound --max-parallel-runtime-calls
 // takes: past it the bound means nothing.
@@ -253,6 +263,7 @@ func DefaultConfig() Config {
 		RuntimeRequestTimeout:          2 * time.Minute,
 		MaxPods:                        podrules.DefaultMaxPods,
 		MaxParallelRuntimeCalls:        defaultMaxParallelRuntimeCalls,
+		RuntimeCallLimit:               RuntimeCallLimitAdaptive,
 		ContainerLogMaxSize:            "10Mi",
 		ContainerLogMaxFiles:           crilogs.DefaultMaxFiles,
 		ContainerLogMonitorInterval:    crilogs.DefaultMonitorInterval,
@@ -294,7 +305,8 @@ func ParseFlags(args []string) (Config, error) {
 	fs.BoolVar(&cfg.HostFilesystem, "host-filesystem", cfg.HostFilesystem, "embedded process runtime without filesystem views (not root, or --isolation without filesystem): run containers on the host's filesystem with their volumes left at their host paths, instead of refusing pods whose volumes need a mountPath")
 	fs.DurationVar(&cfg.RuntimeRequestTimeout, "runtime-request-timeout", cfg.RuntimeRequestTimeout, "timeout of ordinary CRI calls (sandbox calls and pulls get twice this)")
 	fs.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "number of pods this node admits")
-	fs.IntVar(&cfg.MaxParallelRuntimeCalls, "max-parallel-runtime-calls", cfg.MaxParallelRuntimeCalls, "sandbox and container creations, starts and removals in flight in the runtime at once; pods with a sandbox go first (0: unbounded)")
+	fs.IntVar(&cfg.MaxParallelRuntimeCalls, "max-parallel-runtime-calls", cfg.MaxParallelRuntimeCalls, "sandbox and container creations, starts and removals in flight in the runtime at once; pods with a sandbox go first (0: unbounded); the cap of an adaptive limit")
+	fs.StringVar(&cfg.RuntimeCallLimit, "runtime-call-limit", cfg.RuntimeCallLimit, "how --max-parallel-runtime-calls is kept: adaptive (the limit follows the runtime's latency, up to the flag's value) or fixed (the flag's value)")
 	fs.StringVar(&cfg.PodLogsDir, "pod-logs-dir", cfg.PodLogsDir, "root of container logs (default <root-dir>/pod-logs)")
 	fs.StringVar(&cfg.ContainerLogMaxSize, "container-log-max-size", cfg.ContainerLogMaxSize, "size (a quantity, e.g. 10Mi) a container log file reaches before it is rotated")
 	fs.IntVar(&cfg.ContainerLogMaxFiles, "container-log-max-files", cfg.ContainerLogMaxFiles, "most log files kept per container, the current one included (at least 2)")
@@ -400,6 +412,12 @@ func (c *Config) complete() error {
 	}
 	if c.MaxParallelRuntimeCalls < 0 || c.MaxParallelRuntimeCalls > maxParallelRuntimeCallsLimit {
 		errs = append(errs, fmt.Errorf("max-parallel-runtime-calls: must be 0 (unbounded) to %d, got %d", maxParallelRuntimeCallsLimit, c.MaxParallelRuntimeCalls))
+	}
+	if c.RuntimeCallLimit == "" {
+		c.RuntimeCallLimit = RuntimeCallLimitAdaptive
+	}
+	if c.RuntimeCallLimit != RuntimeCallLimitAdaptive && c.RuntimeCallLimit != RuntimeCallLimitFixed {
+		errs = append(errs, fmt.Errorf("runtime-call-limit: must be %q or %q, got %.40q", RuntimeCallLimitAdaptive, RuntimeCallLimitFixed, c.RuntimeCallLimit))
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("max-pods: must be positive, got %d", c.MaxPods))

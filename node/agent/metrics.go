@@ -39,6 +39,7 @@ type agentMetrics struct {
 	invalidUpdates prometheus.Counter
 	messages       *prometheus.CounterVec
 	restarts       prometheus.Counter
+	callLimit      prometheus.Gauge
 	mailboxDepth   atomic.Int64
 
 	mu        sync.Mutex
@@ -70,11 +71,13 @@ func newAgentMetrics() *agentMetrics {
 			Help: "Messages handled, by actor kind."}, []string{"actor"}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "actorlet_actor_restarts_total",
 			Help: "Actors restarted by supervision after a failure."}),
+		callLimit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "actorlet_runtime_call_limit",
+			Help: "Runtime calls (sandbox and container creations, starts, removals) allowed in flight now; 0 when unbounded."}),
 		firstSeen: map[types.UID]time.Time{},
 		running:   map[types.UID]int{},
 	}
 	m.reg.MustRegister(m.podStart, m.podWorker, m.relistDuration, m.relistInterval, m.runningPods, m.runningCtrs,
-		m.updates, m.invalidUpdates, m.messages, m.restarts,
+		m.updates, m.invalidUpdates, m.messages, m.restarts, m.callLimit,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "actorlet_actor_mailbox_depth",
 			Help: "Messages posted to actor mailboxes and not yet handled, over all actors."},
 			func() float64 { return float64(m.mailboxDepth.Load()) }),
