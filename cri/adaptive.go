@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"sort"
 	"sync"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 // forever.
 //
 // A window closes after as many samples as the limit; it then moves the
-// limit by the mean of latency / unloaded latency over the window:
+// limit by the median of latency / unloaded latency over the window (the
+// median, not the mean: on a shared machine one call in a window stalls
+// for reasons of its own):
 // at most GrowBelow and with the limit reached at least once in the
 // window, +1; above ShrinkAbove, ×Backoff; in between, it holds.
 type Gradient struct {
@@ -46,8 +49,7 @@ type Gradient struct {
 	cur, prev map[string]time.Duration
 	rotated   time.Time
 	// the open window
-	samples   int
-	ratioSum  float64
+	ratios    []float64
 	saturated bool
 }
 
@@ -107,15 +109,15 @@ func (g *Gradient) Observe(verb string, d time.Duration, inFlight int) int {
 	if m, ok := g.prev[verb]; ok && m < base {
 		base = m
 	}
-	g.samples++
-	g.ratioSum += float64(d) / float64(base)
+	g.ratios = append(g.ratios, float64(d)/float64(base))
 	if inFlight >= g.lim {
 		g.saturated = true
 	}
-	if g.samples < g.lim {
+	if len(g.ratios) < g.lim {
 		return g.lim
 	}
-	ratio := g.ratioSum / float64(g.samples)
+	sort.Float64s(g.ratios)
+	ratio := g.ratios[len(g.ratios)/2]
 	old := g.lim
 	switch {
 	case ratio > g.ShrinkAbove:
@@ -123,7 +125,7 @@ func (g *Gradient) Observe(verb string, d time.Duration, inFlight int) int {
 	case ratio <= g.GrowBelow && g.saturated:
 		g.lim = min(g.Max, g.lim+1)
 	}
-	g.samples, g.ratioSum, g.saturated = 0, 0, false
+	g.ratios, g.saturated = g.ratios[:0], false
 	if g.lim != old && g.OnChange != nil {
 		g.OnChange(g.lim)
 	}

@@ -177,3 +177,22 @@ func TestLimitAdaptiveAdmitsAsTheLimitGrows(t *testing.T) {
 		t.Fatalf("limit %d after the calls, want within 1..4", got)
 	}
 }
+
+// One stalled call per window (a shared machine's hiccup) does not move
+// the limit: the window's median decides.
+func TestGradientIgnoresAnOutlierPerWindow(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	g := &Gradient{Max: 16, Clock: clk}
+	i := 0
+	limits := drive(g, clk, 1000, "StartContainer", func(int) time.Duration {
+		i++
+		if i%5 == 0 {
+			return time.Second
+		}
+		return 10 * time.Millisecond
+	})
+	checkBounds(t, g, limits)
+	if got := g.Limit(); got != 16 {
+		t.Fatalf("limit %d with one call in five stalling, want the cap 16", got)
+	}
+}
