@@ -52,7 +52,7 @@ nats:
 				"--max-interactive-sessions", "4", "--streaming-connection-idle-timeout", "30m"},
 			check: func(t *testing.T, c Config) {
 				want := Config{NodeName: "n1", RootDir: root, PodManifestPath: "/etc/manifests",
-					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", Isolation: "auto", MaxPods: 7, MaxParallelRuntimeCalls: defaultMaxParallelRuntimeCalls, RuntimeCallLimit: RuntimeCallLimitAdaptive,
+					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", Isolation: "auto", MaxPods: 7, MaxParallelRuntimeCalls: defaultMaxParallelRuntimeCalls, RuntimeCallLimit: RuntimeCallLimitFixed,
 					NodeLabels: map[string]string{"zone": "a", "role": "edge"}, NodeIP: "10.0.0.5",
 					SyncFrequency: 30 * time.Second, NodeStatusUpdateFrequency: 2 * time.Second, HealthzPort: 0,
 					HealthzBindAddress: "0.0.0.0", PodLogsDir: filepath.Join(root, "pod-logs"),
