@@ -53,3 +53,20 @@ func TestContainerStartedSkipsCollectionWhenNothingIsDead(t *testing.T) {
 	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerStarted, ContainerID: "c1"})
 	eventually(t, "collection with an exited container", func() bool { return len(h.rt.Calls(fake.OpRemoveDeadContainers)) == 2 })
 }
+
+// The deaths of a removed pod's kill collect nothing: the cleanup after the
+// kill removes all of it.
+func TestContainerDiedOfARemovedPodLeavesCollectionToCleanup(t *testing.T) {
+	h := newHarness(t, nil)
+	p := newPod("a", "a", 1)
+	h.add(p)
+	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	release := h.rt.Hold(fake.OpKillPod)
+	defer release()
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
+	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
+	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerDied, ContainerID: "c1"})
+	h.never("collection during the kill of a removed pod", func() bool { return len(h.rt.Calls(fake.OpRemoveDeadContainers)) > 0 })
+	release()
+	eventually(t, "cleanup after the kill", func() bool { return h.rt.Count(fake.OpCleanupPod) == 1 })
+}

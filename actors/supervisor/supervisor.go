@@ -233,7 +233,9 @@ func (s *supervisor) lifecycleEvent(ctx actor.Context, m *messages.PodLifecycleE
 			s.dispatch(ctx, m.PodUID, messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: d.pod, StartTime: s.cfg.Clock.Now()})
 		}
 	}
-	if m.Type == messages.ContainerDied || (m.Type == messages.ContainerStarted && s.mayHaveDead(m.PodUID)) {
+	collect := (m.Type == messages.ContainerDied && !s.cleanedAfterKill(m.PodUID)) ||
+		(m.Type == messages.ContainerStarted && s.mayHaveDead(m.PodUID))
+	if collect {
 		rt, uid, life := s.cfg.Runtime, m.PodUID, s.life
 		actorutil.Go(actorutil.To(ctx), func() any {
 			return &deadContainersRemoved{uid: uid, err: rt.RemoveDeadContainers(life, uid)}
@@ -261,6 +263,15 @@ func (s *supervisor) mayHaveDead(uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+// cleanedAfterKill reports whether a pod is being killed for good: no
+// source wants it and its worker still runs, so once the kill is done
+// purgeRemoved's CleanupPod removes every container and sandbox of it, and
+// collecting its dead containers on each death of the kill (two list calls
+// per pod at a 100-pod delete) would do part of that work twice.
+func (s *supervisor) cleanedAfterKill(uid types.UID) bool {
+	return s.pods[uid] == nil && s.workers[uid] != nil
 }
 
 // deadContainersRemoved is the result of RemoveDeadContainers.
