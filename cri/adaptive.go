@@ -117,7 +117,8 @@ func (g *Gradient) Observe(verb string, d time.Duration, inFlight int) int {
 		return g.lim
 	}
 	sort.Float64s(g.ratios)
-	ratio := g.ratios[len(g.ratios)/2]
+	n := len(g.ratios)
+	ratio := (g.ratios[(n-1)/2] + g.ratios[n/2]) / 2 // the median; of two, their mean
 	old := g.lim
 	switch {
 	case ratio > g.ShrinkAbove:
