@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,7 @@ type Client struct {
 	timeout     time.Duration
 	longTimeout time.Duration
 	eventSource atomic.Int32 // an eventSource* value: what GetContainerEvents follows
+	calls       sync.Map     // CRI method name → *atomic.Uint64: unary calls made
 }
 
 var _ Runtime = &Client{}
@@ -112,7 +114,7 @@ func Dial(ctx context.Context, endpoint string, opts ...DialOption) (*Client, er
 			grpc.MaxCallRecvMsgSize(MaxMsgSize),
 			grpc.MaxCallSendMsgSize(MaxMsgSize),
 		),
-		grpc.WithUnaryInterceptor(traceCall),
+		grpc.WithUnaryInterceptor(c.traceCall),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("connect to CRI runtime at %q: %w", c.endpoint, err)
@@ -134,16 +136,35 @@ func Dial(ctx context.Context, endpoint string, opts ...DialOption) (*Client, er
 	return c, nil
 }
 
-// traceCall logs every unary CRI call with its duration at verbosity 6:
-// the raw material of a breakdown of where a pod's start or teardown goes.
-func traceCall(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+// traceCall counts every unary CRI call by method (CallCounts) and logs it
+// with its duration at verbosity 6: the raw material of a breakdown of
+// where a pod's start or teardown goes.
+func (c *Client) traceCall(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	name := method[strings.LastIndex(method, "/")+1:]
+	n, ok := c.calls.Load(name)
+	if !ok {
+		n, _ = c.calls.LoadOrStore(name, new(atomic.Uint64))
+	}
+	n.(*atomic.Uint64).Add(1)
 	if !klog.V(6).Enabled() {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 	start := time.Now()
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	klog.V(6).InfoS("CRI call", "method", method[strings.LastIndex(method, "/")+1:], "took", time.Since(start), "err", err)
+	klog.V(6).InfoS("CRI call", "method", name, "took", time.Since(start), "err", err)
 	return err
+}
+
+// CallCounts returns how many unary CRI calls the client made, by method
+// ("RunPodSandbox", "ContainerStatus", ...), since it was dialled. The
+// methods are the CRI API's, so the map stays small.
+func (c *Client) CallCounts() map[string]uint64 {
+	out := map[string]uint64{}
+	c.calls.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Uint64).Load()
+		return true
+	})
+	return out
 }
 
 // Endpoint returns the runtime endpoint as "unix:///path".

@@ -181,3 +181,27 @@ func TestSocketPath(t *testing.T) {
 		}
 	}
 }
+
+// Every unary call is counted by method, failed ones included: the count is
+// of calls the runtime had to answer.
+func TestCallCountsByMethod(t *testing.T) {
+	f := &fakeServer{}
+	sock := serve(t, func(s *grpc.Server) { runtimeapi.RegisterRuntimeServiceServer(s, f) })
+	c := dial(t, sock) // Dial's own Version call counts
+	for i := 0; i < 3; i++ {
+		if err := c.StartContainer(context.Background(), "abc"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _ = c.ContainerStatus(context.Background(), "abc", false) // Unimplemented
+	got := c.CallCounts()
+	want := map[string]uint64{"Version": 1, "StartContainer": 3, "ContainerStatus": 1}
+	if len(got) != len(want) {
+		t.Errorf("CallCounts() = %v, want %v", got, want)
+	}
+	for m, n := range want {
+		if got[m] != n {
+			t.Errorf("CallCounts()[%q] = %d, want %d", m, got[m], n)
+		}
+	}
+}

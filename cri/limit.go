@@ -8,6 +8,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Priorities of runtime work under a Limit: a pod that already has its
@@ -38,25 +39,37 @@ func Limit(rt Runtime, n int) Runtime {
 	return &limited{Runtime: rt, sem: newPrioritySem(n)}
 }
 
+// LimitAdaptive bounds the same calls as Limit, with an in-flight limit that
+// g moves by the latency of every call it lets through (g.Max is the cap).
+func LimitAdaptive(rt Runtime, g *Gradient) Runtime {
+	g.init()
+	return &limited{Runtime: rt, sem: newPrioritySem(g.Limit()), gradient: g, clock: g.Clock}
+}
+
 type limited struct {
 	Runtime
-	sem *prioritySem
+	sem      *prioritySem
+	gradient *Gradient // nil: a fixed limit
+	clock    clock.PassiveClock
+	adapt    sync.Mutex // orders Observe and setLimit of concurrent calls
 }
 
 func (l *limited) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
-	if err := l.acquire(ctx, prioSandbox, "RunPodSandbox"); err != nil {
-		return "", fmt.Errorf("RunPodSandbox: waiting for a runtime slot: %w", err)
-	}
-	defer l.sem.release()
-	return l.Runtime.RunPodSandbox(ctx, config, runtimeHandler)
+	var id string
+	err := l.do(ctx, prioSandbox, "RunPodSandbox", func() (err error) {
+		id, err = l.Runtime.RunPodSandbox(ctx, config, runtimeHandler)
+		return err
+	})
+	return id, err
 }
 
 func (l *limited) CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
-	if err := l.acquire(ctx, prioStart, "CreateContainer"); err != nil {
-		return "", fmt.Errorf("CreateContainer: waiting for a runtime slot: %w", err)
-	}
-	defer l.sem.release()
-	return l.Runtime.CreateContainer(ctx, podSandboxID, config, sandboxConfig)
+	var id string
+	err := l.do(ctx, prioStart, "CreateContainer", func() (err error) {
+		id, err = l.Runtime.CreateContainer(ctx, podSandboxID, config, sandboxConfig)
+		return err
+	})
+	return id, err
 }
 
 func (l *limited) StartContainer(ctx context.Context, containerID string) error {
@@ -75,79 +88,132 @@ func (l *limited) RemoveContainer(ctx context.Context, containerID string) error
 	return l.do(ctx, prioTeardown, "RemoveContainer", func() error { return l.Runtime.RemoveContainer(ctx, containerID) })
 }
 
+// do runs call in a slot; under an adaptive limit, the call's latency
+// (without the wait for the slot) moves the limit. A call that failed
+// counts too: a runtime that fails slowly under load is loaded.
 func (l *limited) do(ctx context.Context, prio int, verb string, call func() error) error {
-	if err := l.acquire(ctx, prio, verb); err != nil {
+	inFlight, err := l.acquire(ctx, prio, verb)
+	if err != nil {
 		return fmt.Errorf("%s: waiting for a runtime slot: %w", verb, err)
 	}
-	defer l.sem.release()
-	return call()
+	if l.gradient == nil {
+		defer l.sem.release()
+		return call()
+	}
+	start := l.clock.Now()
+	err = call()
+	took := l.clock.Since(start)
+	l.sem.release()
+	l.adapt.Lock()
+	if n := l.gradient.Observe(verb, took, inFlight); n != l.sem.currentLimit() {
+		l.sem.setLimit(n)
+		klog.V(4).InfoS("Runtime call limit changed", "limit", n, "verb", verb, "took", took, "inFlight", inFlight)
+	}
+	l.adapt.Unlock()
+	return err
 }
 
-// acquire takes a slot for verb, logging the wait at verbosity 6.
-func (l *limited) acquire(ctx context.Context, prio int, verb string) error {
+// acquire takes a slot for verb, logging the wait at verbosity 6, and
+// returns the calls in flight with it.
+func (l *limited) acquire(ctx context.Context, prio int, verb string) (int, error) {
 	if !klog.V(6).Enabled() {
 		return l.sem.acquire(ctx, prio)
 	}
 	start := time.Now()
-	err := l.sem.acquire(ctx, prio)
+	n, err := l.sem.acquire(ctx, prio)
 	klog.V(6).InfoS("Runtime slot", "verb", verb, "waited", time.Since(start))
-	return err
+	return n, err
 }
 
 // prioritySem is a counting semaphore whose waiters are served by priority,
-// first come first served within one.
+// first come first served within one. Its limit may change while calls are
+// in flight (an adaptive limit): a lower one takes effect as calls return,
+// a higher one admits waiters at once.
 type prioritySem struct {
-	mu      sync.Mutex
-	free    int
-	waiters [numPrios][]chan struct{}
+	mu       sync.Mutex
+	limit    int
+	inFlight int
+	waiters  [numPrios][]chan struct{}
 }
 
-func newPrioritySem(n int) *prioritySem { return &prioritySem{free: n} }
+func newPrioritySem(n int) *prioritySem { return &prioritySem{limit: n} }
 
-func (s *prioritySem) acquire(ctx context.Context, prio int) error {
+// acquire waits for a slot and returns the calls in flight with it.
+func (s *prioritySem) acquire(ctx context.Context, prio int) (int, error) {
 	s.mu.Lock()
-	if s.free > 0 && s.queued() == 0 {
-		s.free--
+	if s.inFlight < s.limit && s.queued() == 0 {
+		s.inFlight++
+		n := s.inFlight
 		s.mu.Unlock()
-		return nil
+		return n, nil
 	}
 	ch := make(chan struct{})
 	s.waiters[prio] = append(s.waiters[prio], ch)
 	s.mu.Unlock()
 	select {
 	case <-ch:
-		return nil
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.inFlight, nil
 	case <-ctx.Done():
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		select {
 		case <-ch:
 			// Granted meanwhile: hand the slot on.
+			s.inFlight--
 			s.grant()
 		default:
 			s.remove(prio, ch)
 		}
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
+}
+
+func (s *prioritySem) currentLimit() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limit
 }
 
 func (s *prioritySem) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.inFlight--
 	s.grant()
 }
 
-// grant gives a free slot to the first waiter of the highest priority, or
-// returns it to the pool. s.mu is held.
+// setLimit changes the limit, admitting waiters if it grew.
+func (s *prioritySem) setLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit = max(1, n)
+	s.grant()
+}
+
+// grant gives the free slots to the first waiters of the highest priority.
+// s.mu is held.
 func (s *prioritySem) grant() {
+	for s.inFlight < s.limit {
+		ch := s.next()
+		if ch == nil {
+			return
+		}
+		s.inFlight++
+		close(ch)
+	}
+}
+
+// next pops the first waiter of the highest priority, nil if none. s.mu is
+// held.
+func (s *prioritySem) next() chan struct{} {
 	for p := range s.waiters {
 		if q := s.waiters[p]; len(q) > 0 {
 			s.waiters[p] = q[1:]
-			close(q[0])
-			return
+			return q[0]
 		}
 	}
-	s.free++
+	return nil
 }
 
 func (s *prioritySem) queued() int {

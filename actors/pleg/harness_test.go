@@ -35,12 +35,13 @@ type podLister struct {
 	getPodsErr   error
 	statusErrs   map[types.UID]int // fail the next n GetPodStatus calls
 	getPodsCalls int
+	statusCalls  map[types.UID]int // GetPodStatus calls per pod
 }
 
 var _ Runtime = &podLister{}
 
 func newPodLister(fake *critesting.FakeRuntimeService) *podLister {
-	return &podLister{fake: fake, statusErrs: make(map[types.UID]int)}
+	return &podLister{fake: fake, statusErrs: make(map[types.UID]int), statusCalls: make(map[types.UID]int)}
 }
 
 func (l *podLister) setGetPodsErr(err error) {
@@ -121,8 +122,15 @@ func (l *podLister) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
 	return out, nil
 }
 
+func (l *podLister) inspections(uid types.UID) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.statusCalls[uid]
+}
+
 func (l *podLister) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error) {
 	l.mu.Lock()
+	l.statusCalls[uid]++
 	if n := l.statusErrs[uid]; n > 0 {
 		l.statusErrs[uid] = n - 1
 		l.mu.Unlock()

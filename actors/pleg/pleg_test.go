@@ -290,3 +290,72 @@ func TestSubSecondRelistPeriodWithRealClock(t *testing.T) {
 		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerDied, ContainerID: "c1"})
 	})
 }
+
+// A pod whose own sync read its status after starting it (Observed) is not
+// read again by the relist that lists those changes: the events go out at
+// once, on the sync's status. A change the sync did not see is inspected.
+func TestRelistSkipsInspectionTheSyncObserved(t *testing.T) {
+	cfg, fake, lister, clk := newTestConfig()
+	fake.SetFakeSandboxes([]*critesting.FakePodSandbox{fakeSandbox("u1", runtimeapi.PodSandboxState_SANDBOX_READY)})
+	fake.SetFakeContainers([]*critesting.FakeContainer{fakeContainer("u1", "c1", runtimeapi.ContainerState_CONTAINER_RUNNING)})
+	cfg.Cache.Observed("u1", &cri.PodStatus{ID: "u1",
+		SandboxStatuses:   []*runtimeapi.PodSandboxStatus{{Id: "sb-u1", State: runtimeapi.PodSandboxState_SANDBOX_READY}},
+		ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "c-c1", State: cri.ContainerStateRunning}},
+	}, t0)
+	rec := spawnPLEG(t, cfg)
+
+	started := messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"}
+	eventually(t, wait, "ContainerStarted", func() bool { return rec.hasEvent(started) })
+	if n := lister.inspections("u1"); n != 0 {
+		t.Fatalf("relist read the pod %d times though the sync's status showed what it listed", n)
+	}
+
+	// The container dies: the cache shows it running, so the relist reads.
+	fake.SetFakeContainers([]*critesting.FakeContainer{fakeContainer("u1", "c1", runtimeapi.ContainerState_CONTAINER_EXITED)})
+	died := messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerDied, ContainerID: "c1"}
+	eventually(t, wait, "ContainerDied", func() bool { clk.Step(time.Second); return rec.hasEvent(died) })
+	if n := lister.inspections("u1"); n != 1 {
+		t.Fatalf("relist read the pod %d times for a death the cache did not show, want 1", n)
+	}
+	if s, _ := cfg.Cache.Get("u1"); s.FindContainerStatusByID("c1").State != cri.ContainerStateExited {
+		t.Fatalf("cache after the death: %+v", s.FindContainerStatusByID("c1"))
+	}
+}
+
+// Covers holds only for an errorless status with exactly the listed
+// sandboxes and containers in their listed states.
+func TestCacheCovers(t *testing.T) {
+	c := NewCache(nil)
+	listed := &cri.Pod{ID: "u1",
+		Sandboxes:  []*cri.Container{{ID: "s1", State: cri.ContainerStateRunning}},
+		Containers: []*cri.Container{{ID: "c1", State: cri.ContainerStateRunning}},
+	}
+	status := func(sb runtimeapi.PodSandboxState, cs ...*cri.ContainerStatus) *cri.PodStatus {
+		return &cri.PodStatus{ID: "u1", SandboxStatuses: []*runtimeapi.PodSandboxStatus{{Id: "s1", State: sb}}, ContainerStatuses: cs}
+	}
+	running := &cri.ContainerStatus{ID: "c1", State: cri.ContainerStateRunning}
+	for _, tc := range []struct {
+		name string
+		set  func()
+		want bool
+	}{
+		{"nothing cached", func() {}, false},
+		{"same", func() { c.Observed("u1", status(runtimeapi.PodSandboxState_SANDBOX_READY, running), t0) }, true},
+		{"container state differs", func() {
+			c.Observed("u1", status(runtimeapi.PodSandboxState_SANDBOX_READY, &cri.ContainerStatus{ID: "c1", State: cri.ContainerStateCreated}), t0.Add(1))
+		}, false},
+		{"sandbox state differs", func() { c.Observed("u1", status(runtimeapi.PodSandboxState_SANDBOX_NOTREADY, running), t0.Add(2)) }, false},
+		{"an extra container", func() {
+			c.Observed("u1", status(runtimeapi.PodSandboxState_SANDBOX_READY, running, &cri.ContainerStatus{ID: "c0", State: cri.ContainerStateExited}), t0.Add(3))
+		}, false},
+		{"an inspection error", func() {
+			c.Set("u1", status(runtimeapi.PodSandboxState_SANDBOX_READY, running), errors.New("boom"), t0.Add(4))
+		}, false},
+	} {
+		c.Delete("u1")
+		tc.set()
+		if got := c.Covers(listed); got != tc.want {
+			t.Errorf("%s: Covers = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

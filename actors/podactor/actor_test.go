@@ -477,3 +477,27 @@ func completed(t *testing.T) (*harness, *v1.Pod) {
 	eventually(t, "finished", func() bool { return slices.Contains(h.states(), "finished") })
 	return h, p
 }
+
+// A sync that changed the pod reads the runtime after its changes and hands
+// that status to the PLEG cache (whose relist then need not read it again);
+// the next sync still waits for status newer than this sync's end.
+func TestSyncRecordsItsOwnReadInTheCache(t *testing.T) {
+	h := newHarness(t, "u1")
+	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
+	h.rt.SetPhase("u1", v1.PodPending) // not steady: the sync reads again
+	h.send(upd(messages.SyncPodCreate, testPod("u1", 1, nil)))
+	eventually(t, "a sync completion", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	if n := h.rt.Count(fake.OpGetPodStatus); n != 1 {
+		t.Fatalf("GetPodStatus calls = %d, want the one read after the sync", n)
+	}
+	obs := h.cache.ObservedStatuses("u1")
+	if len(obs) != 1 || obs[0].FindContainerStatusByID("c1") == nil {
+		t.Fatalf("statuses the sync recorded in the cache = %+v, want its read after the sync", obs)
+	}
+	h.clock.Step(time.Second)
+	h.send(upd(messages.SyncPodSync, testPod("u1", 1, nil)))
+	eventually(t, "second sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
+	if mt := h.cache.MinTimes("u1"); len(mt) != 2 || !mt[1].Equal(time.Unix(1000, 0)) {
+		t.Fatalf("second sync minTime = %v, want the first sync's completion time", mt)
+	}
+}

@@ -44,6 +44,9 @@ type Cache interface {
 	GetNewerThan(ctx context.Context, uid types.UID, minTime time.Time) (*cri.PodStatus, error)
 	// Get returns the latest cached status without waiting.
 	Get(uid types.UID) (*cri.PodStatus, error)
+	// Observed records a status a sync read itself from the runtime at ts
+	// (after its own changes), so PLEG need not read it again for them.
+	Observed(uid types.UID, status *cri.PodStatus, ts time.Time)
 }
 
 // Config is what every pod actor shares.

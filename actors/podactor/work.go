@@ -99,9 +99,14 @@ func runSync(ctx context.Context, cfg Config, j syncJob) (r workDone) {
 		// The sync likely changed the pod (started a sandbox or containers,
 		// or hit a back-off): report what the runtime has now rather than
 		// the status from before the sync, which PLEG would only correct
-		// on its next relist. The cache stays PLEG's: the next sync still
-		// waits for status newer than this one.
+		// on its next relist. The read goes into the PLEG cache, stamped
+		// with its start (after the sync's changes): PLEG's relist finds it
+		// there and does not read the pod again for the changes it lists
+		// (a later inspection of its own overrides it). The next sync still
+		// waits for status newer than this sync's end.
+		readAt := cfg.Clock.Now()
 		if fresh, err := cfg.Runtime.GetPodStatus(ctx, j.uid, j.pod.Name, j.pod.Namespace); err == nil {
+			cfg.Cache.Observed(j.uid, fresh, readAt)
 			r.status = fresh
 			r.apiStatus = apiStatus(cfg.Runtime, j.pod, fresh)
 		}

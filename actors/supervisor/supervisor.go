@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/actors/actorutil"
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -236,12 +237,45 @@ func (s *supervisor) lifecycleEvent(ctx actor.Context, m *messages.PodLifecycleE
 			s.dispatch(ctx, m.PodUID, messages.SyncPod{UpdateType: messages.SyncPodSync, Pod: d.pod, StartTime: s.cfg.Clock.Now()})
 		}
 	}
-	if m.Type == messages.ContainerDied || m.Type == messages.ContainerStarted {
+	collect := (m.Type == messages.ContainerDied && !s.cleanedAfterKill(m.PodUID)) ||
+		(m.Type == messages.ContainerStarted && s.mayHaveDead(m.PodUID))
+	if collect {
 		rt, uid, life := s.cfg.Runtime, m.PodUID, s.life
 		actorutil.Go(actorutil.To(ctx), func() any {
 			return &deadContainersRemoved{uid: uid, err: rt.RemoveDeadContainers(life, uid)}
 		})
 	}
+}
+
+// mayHaveDead reports whether a pod whose container started may have dead
+// containers or sandboxes to collect: unless the PLEG cache (which holds
+// the pod's status as of the event before the event is sent) shows exactly
+// one sandbox and only running containers. At a pod's first start that saves
+// the two list calls of RemoveDeadContainers; a replaced sandbox still
+// shows as a second one.
+func (s *supervisor) mayHaveDead(uid types.UID) bool {
+	if s.cfg.Cache == nil {
+		return true
+	}
+	st, err := s.cfg.Cache.Get(uid)
+	if err != nil || st == nil || len(st.SandboxStatuses) != 1 {
+		return true
+	}
+	for _, c := range st.ContainerStatuses {
+		if c.State != cri.ContainerStateRunning {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanedAfterKill reports whether a pod is being killed for good: no
+// source wants it and its worker still runs, so once the kill is done
+// purgeRemoved's CleanupPod removes every container and sandbox of it, and
+// collecting its dead containers on each death of the kill (two list calls
+// per pod at a 100-pod delete) would do part of that work twice.
+func (s *supervisor) cleanedAfterKill(uid types.UID) bool {
+	return s.pods[uid] == nil && s.workers[uid] != nil
 }
 
 // deadContainersRemoved is the result of RemoveDeadContainers.

@@ -42,7 +42,9 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		return "", newKindError(ErrInvalidImageName, "container %q image: must not be empty", c.Name)
 	}
 	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
-	st, err := m.rt.ImageStatus(ctx, spec, false)
+	st, err := m.images.get(ctx, c.Image, func() (*runtimeapi.ImageStatusResponse, error) {
+		return m.rt.ImageStatus(ctx, spec, false)
+	})
 	if err != nil {
 		return "", wrapKind(ErrImagePull, err, "image status of %q", c.Image)
 	}
@@ -72,6 +74,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	m.event(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := m.opts.Clock.Now()
 	pulled, err := m.pullImage(ctx, pod, spec, sandboxCfg)
+	m.images.forget(c.Image) // whatever the outcome, the image may have changed
 	if err != nil {
 		m.imageBackOff.next(key, m.opts.Clock.Now())
 		m.event(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)

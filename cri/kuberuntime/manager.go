@@ -101,6 +101,7 @@ type Manager struct {
 
 	restartBackOff *backOff
 	imageBackOff   *backOff
+	images         *imageStatuses // ImageStatus answers shared by a start wave
 	reasons        *reasonCache
 	messages       messageCache // termination messages of exited containers
 	secrets        secretValues // Secret values containers were started with (redact.go)
@@ -130,6 +131,7 @@ func NewManager(rt cri.Runtime, opts Options) *Manager {
 		opts:           opts,
 		restartBackOff: newBackOff(opts.Clock, restartBackOffInitial, restartBackOffMax),
 		imageBackOff:   newBackOff(opts.Clock, imageBackOffInitial, imageBackOffMax),
+		images:         newImageStatuses(opts.Clock),
 		reasons:        newReasonCache(opts.Clock),
 	}
 }

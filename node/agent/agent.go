@@ -210,7 +210,7 @@ func (a *Agent) start(ctx context.Context) error {
 	if cgroupManager != nil {
 		podCgroups = cgroupManager
 	}
-	a.manager = kuberuntime.NewManager(cri.Limit(a.runtime, cfg.MaxParallelRuntimeCalls), kuberuntime.Options{
+	a.manager = kuberuntime.NewManager(a.limitRuntime(), kuberuntime.Options{
 		PodLogsDir:  cfg.PodLogsDir,
 		PodsDir:     filepath.Join(cfg.RootDir, "pods"),
 		HostIP:      a.cfg.NodeIP,
@@ -231,6 +231,23 @@ func (a *Agent) start(ctx context.Context) error {
 		return err
 	}
 	return a.startNodeServices(ctx)
+}
+
+// limitRuntime bounds the runtime work of the manager by
+// --max-parallel-runtime-calls, fixed or adaptive (--runtime-call-limit);
+// the limit in force is the actorlet_runtime_call_limit gauge.
+func (a *Agent) limitRuntime() cri.Runtime {
+	n := a.cfg.MaxParallelRuntimeCalls
+	if n <= 0 {
+		return a.runtime
+	}
+	if a.cfg.RuntimeCallLimit != RuntimeCallLimitAdaptive {
+		a.metrics.callLimit.Set(float64(n))
+		return cri.Limit(a.runtime, n)
+	}
+	g := &cri.Gradient{Max: n, OnChange: func(l int) { a.metrics.callLimit.Set(float64(l)) }}
+	a.metrics.callLimit.Set(float64(g.Limit()))
+	return cri.LimitAdaptive(a.runtime, g)
 }
 
 // startRuntime connects to the CRI endpoint, or starts the embedded process
@@ -473,6 +490,9 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 	a.metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "actorlet_interactive_sessions",
 		Help: "Interactive sessions (exec -it, attach, port-forward connections) the node holds."},
 		func() float64 { return float64(svc.OpenSessions()) }))
+	if cc, ok := a.runtime.(criCallCounter); ok {
+		a.metrics.reg.MustRegister(criCalls{cc})
+	}
 	a.metrics.register(a)
 	a.startGracefulShutdown()
 	if cfg.HealthzPort > 0 {

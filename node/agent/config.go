@@ -51,8 +51,15 @@ type Config struct {
 	MaxPods               int           `json:"maxPods"`
 	// MaxParallelRuntimeCalls bounds the sandbox and container creations,
 	// starts and removals in flight in the runtime (0: unbounded).
-	MaxParallelRuntimeCalls int    `json:"maxParallelRuntimeCalls"`
-	PodLogsDir              string `json:"podLogsDir"`
+	MaxParallelRuntimeCalls int `json:"maxParallelRuntimeCalls"`
+	// RuntimeCallLimit is how that bound is kept: "fixed"
+	// (MaxParallelRuntimeCalls itself, the default) or "adaptive" (an
+	// in-flight limit that follows the runtime's latency,
+	// MaxParallelRuntimeCalls its cap). Fixed is the default because on the
+	// process runtime of a loaded 2-core machine the adaptive limit fell to
+	// 1–3 and the 100-pod start took longer (docs/benchmarks.md).
+	RuntimeCallLimit string `json:"runtimeCallLimit"`
+	PodLogsDir       string `json:"podLogsDir"`
 	// Container log rotation, as the kubelet's flags of the same names.
 	ContainerLogMaxSize         string        `json:"containerLogMaxSize"`
 	ContainerLogMaxFiles        int           `json:"containerLogMaxFiles"`
@@ -147,6 +154,12 @@ const defaultMaxParallelRuntimeCalls = 8
 
 // maxCgroupRoot bounds --cgroup-root.
 const maxCgroupRoot = 256
+
+// Values of --runtime-call-limit.
+const (
+	RuntimeCallLimitAdaptive = "adaptive"
+	RuntimeCallLimitFixed    = "fixed"
+)
 
 // maxParallelRuntimeCallsLimit is the largest bound --max-parallel-runtime-calls
 // takes: past it the bound means nothing.
@@ -292,6 +305,7 @@ func DefaultConfig() Config {
 		RuntimeRequestTimeout:            2 * time.Minute,
 		MaxPods:                          podrules.DefaultMaxPods,
 		MaxParallelRuntimeCalls:          defaultMaxParallelRuntimeCalls,
+		RuntimeCallLimit:                 RuntimeCallLimitFixed,
 		ContainerLogMaxSize:              "10Mi",
 		ContainerLogMaxFiles:             crilogs.DefaultMaxFiles,
 		ContainerLogMonitorInterval:      crilogs.DefaultMonitorInterval,
@@ -340,7 +354,8 @@ func ParseFlags(args []string) (Config, error) {
 	fs.BoolVar(&cfg.HostFilesystem, "host-filesystem", cfg.HostFilesystem, "embedded process runtime without filesystem views (not root, or --isolation without filesystem): run containers on the host's filesystem with their volumes left at their host paths, instead of refusing pods whose volumes need a mountPath")
 	fs.DurationVar(&cfg.RuntimeRequestTimeout, "runtime-request-timeout", cfg.RuntimeRequestTimeout, "timeout of ordinary CRI calls (sandbox calls and pulls get twice this)")
 	fs.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "number of pods this node admits")
-	fs.IntVar(&cfg.MaxParallelRuntimeCalls, "max-parallel-runtime-calls", cfg.MaxParallelRuntimeCalls, "sandbox and container creations, starts and removals in flight in the runtime at once; pods with a sandbox go first (0: unbounded)")
+	fs.IntVar(&cfg.MaxParallelRuntimeCalls, "max-parallel-runtime-calls", cfg.MaxParallelRuntimeCalls, "sandbox and container creations, starts and removals in flight in the runtime at once; pods with a sandbox go first (0: unbounded); the cap of an adaptive limit")
+	fs.StringVar(&cfg.RuntimeCallLimit, "runtime-call-limit", cfg.RuntimeCallLimit, "how --max-parallel-runtime-calls is kept: fixed (the flag's value) or adaptive (the limit follows the runtime's latency, up to the flag's value)")
 	fs.StringVar(&cfg.PodLogsDir, "pod-logs-dir", cfg.PodLogsDir, "root of container logs (default <root-dir>/pod-logs)")
 	fs.StringVar(&cfg.ContainerLogMaxSize, "container-log-max-size", cfg.ContainerLogMaxSize, "size (a quantity, e.g. 10Mi) a container log file reaches before it is rotated")
 	fs.IntVar(&cfg.ContainerLogMaxFiles, "container-log-max-files", cfg.ContainerLogMaxFiles, "most log files kept per container, the current one included (at least 2)")
@@ -455,6 +470,12 @@ func (c *Config) complete() error {
 	}
 	if c.MaxParallelRuntimeCalls < 0 || c.MaxParallelRuntimeCalls > maxParallelRuntimeCallsLimit {
 		errs = append(errs, fmt.Errorf("max-parallel-runtime-calls: must be 0 (unbounded) to %d, got %d", maxParallelRuntimeCallsLimit, c.MaxParallelRuntimeCalls))
+	}
+	if c.RuntimeCallLimit == "" {
+		c.RuntimeCallLimit = RuntimeCallLimitFixed
+	}
+	if c.RuntimeCallLimit != RuntimeCallLimitAdaptive && c.RuntimeCallLimit != RuntimeCallLimitFixed {
+		errs = append(errs, fmt.Errorf("runtime-call-limit: must be %q or %q, got %.40q", RuntimeCallLimitAdaptive, RuntimeCallLimitFixed, c.RuntimeCallLimit))
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("max-pods: must be positive, got %d", c.MaxPods))

@@ -56,7 +56,7 @@ nats:
 				"--max-interactive-sessions", "4", "--streaming-connection-idle-timeout", "30m"},
 			check: func(t *testing.T, c Config) {
 				want := Config{NodeName: "n1", RootDir: root, PodManifestPath: "/etc/manifests",
-					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", Isolation: "auto", MaxPods: 7, MaxParallelRuntimeCalls: defaultMaxParallelRuntimeCalls,
+					ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", Isolation: "auto", MaxPods: 7, MaxParallelRuntimeCalls: defaultMaxParallelRuntimeCalls, RuntimeCallLimit: RuntimeCallLimitFixed,
 					NodeLabels: map[string]string{"zone": "a", "role": "edge"}, NodeIP: "10.0.0.5",
 					SyncFrequency: 30 * time.Second, NodeStatusUpdateFrequency: 2 * time.Second, HealthzPort: 0,
 					HealthzBindAddress: "0.0.0.0", PodLogsDir: filepath.Join(root, "pod-logs"),
@@ -97,6 +97,7 @@ nats:
 		{name: "label without key", args: []string{"--node-name", "n1", "--node-labels", "=a"}, wantErr: []string{"--node-labels", `"=a"`}},
 		{name: "bad max pods", args: []string{"--node-name", "n1", "--max-pods", "0"}, wantErr: []string{"max-pods", "must be positive"}},
 		{name: "hostile runtime call bound", args: []string{"--node-name", "n1", "--max-parallel-runtime-calls", "99999999"}, wantErr: []string{"max-parallel-runtime-calls", "0 (unbounded) to 1024"}},
+		{name: "unknown runtime call limit", args: []string{"--node-name", "n1", "--runtime-call-limit", strings.Repeat("x", 5000)}, wantErr: []string{"runtime-call-limit", `must be "adaptive" or "fixed"`}},
 		{name: "negative runtime call bound", args: []string{"--node-name", "n1", "--max-parallel-runtime-calls", "-1"}, wantErr: []string{"max-parallel-runtime-calls"}},
 		{name: "bad container log size", args: []string{"--node-name", "n1", "--container-log-max-size", "lots"}, wantErr: []string{"container-log-max-size", `"lots"`}},
 		{name: "container log size zero", args: []string{"--node-name", "n1", "--container-log-max-size", "0"}, wantErr: []string{"container-log-max-size", "must be positive"}},

@@ -39,6 +39,7 @@ type agentMetrics struct {
 	invalidUpdates prometheus.Counter
 	messages       *prometheus.CounterVec
 	restarts       prometheus.Counter
+	callLimit      prometheus.Gauge
 	mailboxDepth   atomic.Int64
 
 	mu        sync.Mutex
@@ -70,11 +71,13 @@ func newAgentMetrics() *agentMetrics {
 			Help: "Messages handled, by actor kind."}, []string{"actor"}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "actorlet_actor_restarts_total",
 			Help: "Actors restarted by supervision after a failure."}),
+		callLimit: prometheus.NewGauge(prometheus.GaugeOpts{Name: "actorlet_runtime_call_limit",
+			Help: "Runtime calls (sandbox and container creations, starts, removals) allowed in flight now; 0 when unbounded."}),
 		firstSeen: map[types.UID]time.Time{},
 		running:   map[types.UID]int{},
 	}
 	m.reg.MustRegister(m.podStart, m.podWorker, m.relistDuration, m.relistInterval, m.runningPods, m.runningCtrs,
-		m.updates, m.invalidUpdates, m.messages, m.restarts,
+		m.updates, m.invalidUpdates, m.messages, m.restarts, m.callLimit,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "actorlet_actor_mailbox_depth",
 			Help: "Messages posted to actor mailboxes and not yet handled, over all actors."},
 			func() float64 { return float64(m.mailboxDepth.Load()) }),
@@ -254,4 +257,27 @@ func (a *Agent) healthy(ctx context.Context) error {
 		return fmt.Errorf("PLEG is not healthy: %s", c.PLEGMessage)
 	}
 	return nil
+}
+
+// criCallCounter is what a runtime client that counts its calls offers
+// (cri.Client does; the in-process fakes of tests do not).
+type criCallCounter interface {
+	CallCounts() map[string]uint64
+}
+
+// criCallsDesc describes actorlet_cri_calls_total.
+var criCallsDesc = prometheus.NewDesc("actorlet_cri_calls_total",
+	"Unary CRI calls the agent's runtime client made, by method.", []string{"method"}, nil)
+
+// criCalls exports a runtime client's call counts as
+// actorlet_cri_calls_total{method}: the figure to divide by the pods
+// started to see how many runtime reads and writes a pod costs.
+type criCalls struct{ rt criCallCounter }
+
+func (c criCalls) Describe(ch chan<- *prometheus.Desc) { ch <- criCallsDesc }
+
+func (c criCalls) Collect(ch chan<- prometheus.Metric) {
+	for method, n := range c.rt.CallCounts() {
+		ch <- prometheus.MustNewConstMetric(criCallsDesc, prometheus.CounterValue, float64(n), method)
+	}
 }

@@ -56,6 +56,7 @@ type agentOpts struct {
 	relist    time.Duration
 	heartbeat time.Duration
 	labels    map[string]string
+	callLimit string // --runtime-call-limit; "" for the default
 	// middleware, optional, observes the agent's actors (the detect
 	// section records when the sync loop receives ContainerDied).
 	middleware []actor.ReceiverMiddleware
@@ -78,6 +79,9 @@ func startAgent(ctx context.Context, o agentOpts) (*agent.Agent, error) {
 	}
 	if o.heartbeat > 0 {
 		cfg.NodeStatusUpdateFrequency = o.heartbeat
+	}
+	if o.callLimit != "" {
+		cfg.RuntimeCallLimit = o.callLimit
 	}
 	cfg.ReceiverMiddleware = o.middleware
 	a, err := agent.Start(ctx, cfg)

@@ -31,6 +31,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/node/agent"
 )
 
 // env is what every section shares within one run.
@@ -38,12 +39,14 @@ type env struct {
 	dir     string // scratch directory, removed at the end
 	run     string // run label value
 	runtime string // auto, containerd, process
-	quick   bool
-	out     string // docs directory to write, or ""
-	report  *report
-	nats    *server.Server
-	natsURL string
-	bus     *client
+	// callLimit is the agent's --runtime-call-limit in the start section
+	callLimit string
+	quick     bool
+	out       string // docs directory to write, or ""
+	report    *report
+	nats      *server.Server
+	natsURL   string
+	bus       *client
 
 	startSizes, scaleSizes, fleetSizes []int
 	idlePods                           int
@@ -75,13 +78,14 @@ func run() int {
 		clPods     = flag.Int("cluster-pods", 100, "fleet pods per agent of the cluster section")
 		window     = flag.Duration("window", 60*time.Second, "CPU/RSS measurement window of the idle section (detect uses a sixth of it)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		callLimit  = flag.String("runtime-call-limit", agent.DefaultConfig().RuntimeCallLimit, "the agent's --runtime-call-limit in the start section: adaptive or fixed")
 	)
 	flag.Parse()
 	if *clAgents <= 0 || *clPods <= 0 {
 		fmt.Fprintf(os.Stderr, "-cluster-agents and -cluster-pods must be positive\n")
 		return 2
 	}
-	e := &env{runtime: *rtFlag, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
+	e := &env{runtime: *rtFlag, callLimit: *callLimit, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
 		clusterAgents: *clAgents, clusterPods: *clPods,
 		run: strconv.FormatInt(time.Now().Unix(), 36)}
 	var err error

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +31,7 @@ func benchStart(ctx context.Context, e *env) error {
 		return err
 	}
 	node := "bench-start-" + e.run
-	a, err := startAgent(ctx, agentOpts{name: node, dir: e.dir, natsURL: e.natsURL, runtime: rt.client, maxPods: 1000})
+	a, err := startAgent(ctx, agentOpts{name: node, dir: e.dir, natsURL: e.natsURL, runtime: rt.client, maxPods: 1000, callLimit: e.callLimit})
 	if err != nil {
 		return err
 	}
@@ -42,14 +44,17 @@ func benchStart(ctx context.Context, e *env) error {
 
 	t := newTable("Pod start latency and teardown on "+rt.kind+" (ms)",
 		"N", "actorlet p50", "actorlet total", "best raw conc.", "raw p50", "raw total", "ratio total",
-		"raw total all at once", "actorlet teardown", "raw teardown", "ratio teardown")
+		"raw total all at once", "actorlet teardown", "raw teardown", "ratio teardown",
+		"actorlet CRI calls/pod start", "actorlet CRI calls/pod teardown")
+	calls := newTable("CRI calls per pod the agent made, by method (the better round)", "N", "phase", "calls/pod", "by method")
+	limits := newTable("The agent's runtime call limit during the start (the better round; actorlet_runtime_call_limit every 250 ms)", "N", "mode", "limit over time")
 	sweep := newTable("Raw CRI: all N pods Running at each concurrency (ms, total)", "N", "conc.", "raw total", "raw teardown")
 	for _, n := range e.startSizes {
 		// The agent runs once before and once after the raw sweep and the
 		// better round counts, as the raw side counts its best round: on a
 		// shared machine the load drifts over the minutes of a sweep, and
 		// a single agent round first would carry all of that drift.
-		agentRun, err := startThroughAgent(ctx, e, rt, spec, node, n, "a")
+		agentRun, err := startThroughAgent(ctx, e, a, rt, spec, node, n, "a")
 		if err != nil {
 			return err
 		}
@@ -69,7 +74,7 @@ func benchStart(ctx context.Context, e *env) error {
 				best = r
 			}
 		}
-		again, err := startThroughAgent(ctx, e, rt, spec, node, n, "b")
+		again, err := startThroughAgent(ctx, e, a, rt, spec, node, n, "b")
 		if err != nil {
 			return err
 		}
@@ -78,16 +83,114 @@ func benchStart(ctx context.Context, e *env) error {
 		}
 		t.add(n, agentRun.start.percentile(50), agentRun.start.max(), concLabel(best.conc, n),
 			best.start.percentile(50), best.start.max(), ratio(agentRun.start.max(), best.start.max()),
-			allAtOnce.start.max(), agentRun.teardown, best.teardown, ratio(agentRun.teardown, best.teardown))
+			allAtOnce.start.max(), agentRun.teardown, best.teardown, ratio(agentRun.teardown, best.teardown),
+			perPod(agentRun.startCalls, n), perPod(agentRun.teardownCalls, n))
+		limits.add(n, e.callLimit, agentRun.limits)
+		calls.add(n, "start", perPod(agentRun.startCalls, n), byMethod(agentRun.startCalls, n))
+		calls.add(n, "teardown", perPod(agentRun.teardownCalls, n), byMethod(agentRun.teardownCalls, n))
 	}
 	t.note("runtime: %s; one container per pod running `sleep 3600` under a shell that exits at SIGTERM, image %s", rt.kind, rt.image)
-	t.note("actorlet: all N pods written to KV %s at once (32 concurrent writers), --max-parallel-runtime-calls %d; latency = first status in KV actorlet_status with phase Running and the container running, minus the time the apply began; the better of two rounds, one before and one after the raw sweep (with its teardown)", "actorlet_desired", agent.DefaultConfig().MaxParallelRuntimeCalls)
+	t.note("actorlet: all N pods written to KV %s at once (32 concurrent writers), --max-parallel-runtime-calls %d, --runtime-call-limit %s; latency = first status in KV actorlet_status with phase Running and the container running, minus the time the apply began; the better of two rounds, one before and one after the raw sweep (with its teardown)", "actorlet_desired", agent.DefaultConfig().MaxParallelRuntimeCalls, e.callLimit)
 	t.note("raw CRI: RunPodSandbox + CreateContainer + StartContainer per pod at each fixed concurrency of the sweep below, and all N at once; the best total is the floor; latency = StartContainer returned, minus the start")
 	t.note("teardown: actorlet = all N desired keys deleted → every sandbox of the node removed from the runtime; raw = StopPodSandbox + RemovePodSandbox of N sandboxes at the best start concurrency")
 	t.note("the agent learns a container runs from the PLEG (evented on containerd), the raw client from StartContainer's reply")
+	t.note("CRI calls/pod: unary CRI calls of the agent's runtime client (actorlet_cri_calls_total) from the apply to the last pod Running (start) and from the delete to the last sandbox removed (teardown), over N; PLEG relists in that window count too")
 	e.report.emit(t)
+	e.report.emit(calls)
+	e.report.emit(limits)
 	e.report.emit(sweep)
 	return nil
+}
+
+// traceLimit samples the agent's actorlet_runtime_call_limit every period
+// until the returned stop, which gives the samples as "l1 l2 ...", runs of
+// one value folded as "l×k".
+func traceLimit(a *agent.Agent, period time.Duration) (stop func() string) {
+	done := make(chan struct{})
+	out := make(chan string, 1)
+	go func() {
+		var vals []int
+		sample := func() {
+			fams, err := a.MetricsGatherer().Gather()
+			if err != nil {
+				return
+			}
+			for _, f := range fams {
+				if f.GetName() == "actorlet_runtime_call_limit" && len(f.GetMetric()) == 1 {
+					vals = append(vals, int(f.GetMetric()[0].GetGauge().GetValue()))
+				}
+			}
+		}
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			sample()
+			select {
+			case <-done:
+				out <- foldRuns(vals)
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() string { close(done); return <-out }
+}
+
+// foldRuns writes vals with runs of one value as "v×k".
+func foldRuns(vals []int) string {
+	var parts []string
+	for i := 0; i < len(vals); {
+		j := i
+		for j < len(vals) && vals[j] == vals[i] {
+			j++
+		}
+		if j-i > 1 {
+			parts = append(parts, fmt.Sprintf("%d×%d", vals[i], j-i))
+		} else {
+			parts = append(parts, fmt.Sprint(vals[i]))
+		}
+		i = j
+	}
+	return strings.Join(parts, " ")
+}
+
+// callDelta is after - before, by method.
+func callDelta(before, after map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for m, n := range after {
+		if d := n - before[m]; d > 0 {
+			out[m] = d
+		}
+	}
+	return out
+}
+
+// perPod is the total of calls over n pods, to one decimal.
+func perPod(calls map[string]uint64, n int) string {
+	var total uint64
+	for _, c := range calls {
+		total += c
+	}
+	return fmt.Sprintf("%.1f", float64(total)/float64(n))
+}
+
+// byMethod lists calls per pod by method, most first.
+func byMethod(calls map[string]uint64, n int) string {
+	methods := make([]string, 0, len(calls))
+	for m := range calls {
+		methods = append(methods, m)
+	}
+	sort.Slice(methods, func(i, j int) bool {
+		if calls[methods[i]] != calls[methods[j]] {
+			return calls[methods[i]] > calls[methods[j]]
+		}
+		return methods[i] < methods[j]
+	})
+	parts := make([]string, len(methods))
+	for i, m := range methods {
+		parts[i] = fmt.Sprintf("%s %.1f", m, float64(calls[m])/float64(n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // rawRun is one raw CRI round: N pods started at concurrency conc, then
@@ -137,11 +240,14 @@ func rawRound(ctx context.Context, e *env, rt *realRuntime, spec podSpec, n, con
 
 // agentRun is one round through the agent.
 type agentRun struct {
-	start    durations
-	teardown time.Duration
+	start         durations
+	teardown      time.Duration
+	limits        string            // the call limit every 250 ms from the apply to all Running
+	startCalls    map[string]uint64 // CRI calls from the apply to all Running
+	teardownCalls map[string]uint64 // CRI calls from the delete to all removed
 }
 
-func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpec, node string, n int, round string) (agentRun, error) {
+func startThroughAgent(ctx context.Context, e *env, a *agent.Agent, rt *realRuntime, spec podSpec, node string, n int, round string) (agentRun, error) {
 	var run agentRun
 	prefix := fmt.Sprintf("s%d%s", n, round)
 	values, err := spec.nodePods(node, prefix, n)
@@ -153,13 +259,20 @@ func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpe
 		return run, err
 	}
 	defer w.stop()
+	calls0 := rt.client.CallCounts()
 	t0 := time.Now()
+	stopTrace := traceLimit(a, 250*time.Millisecond)
 	if err := e.bus.put(ctx, values); err != nil {
+		stopTrace()
 		return run, err
 	}
-	if err := waitFor(ctx, 10*time.Minute, fmt.Sprintf("%d pods Running", n), func() bool { return w.count(isRunning) >= n }); err != nil {
+	err = waitFor(ctx, 10*time.Minute, fmt.Sprintf("%d pods Running", n), func() bool { return w.count(isRunning) >= n })
+	run.limits = stopTrace()
+	if err != nil {
 		return run, err
 	}
+	calls1 := rt.client.CallCounts()
+	run.startCalls = callDelta(calls0, calls1)
 	var lat durations
 	for _, p := range w.snapshot() {
 		if !p.running.IsZero() {
@@ -174,13 +287,20 @@ func startThroughAgent(ctx context.Context, e *env, rt *realRuntime, spec podSpe
 	if err := e.bus.purge(ctx, keysOf(values)); err != nil {
 		return run, err
 	}
+	polls := uint64(0) // the bench's own ListPodSandbox calls, not the agent's
 	err = waitFor(ctx, 5*time.Minute, "the agent to remove its pods' sandboxes", func() bool {
+		polls++
 		sbs, err := rt.client.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 			LabelSelector: map[string]string{kuberuntime.LabelNode: node},
 		})
 		return err == nil && len(sbs) == 0
 	})
 	run.teardown = time.Since(t1)
+	run.teardownCalls = callDelta(calls1, rt.client.CallCounts())
+	run.teardownCalls["ListPodSandbox"] -= min(polls, run.teardownCalls["ListPodSandbox"])
+	if run.teardownCalls["ListPodSandbox"] == 0 {
+		delete(run.teardownCalls, "ListPodSandbox")
+	}
 	return run, err
 }
 

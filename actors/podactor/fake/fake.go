@@ -304,11 +304,12 @@ type Cache struct {
 	statuses map[types.UID]*cri.PodStatus
 	hold     chan struct{}
 	minTimes map[types.UID][]time.Time
+	observed map[types.UID][]*cri.PodStatus
 }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache {
-	return &Cache{statuses: map[types.UID]*cri.PodStatus{}, minTimes: map[types.UID][]time.Time{}}
+	return &Cache{statuses: map[types.UID]*cri.PodStatus{}, minTimes: map[types.UID][]time.Time{}, observed: map[types.UID][]*cri.PodStatus{}}
 }
 
 // Set stores the runtime status of a pod.
@@ -316,6 +317,21 @@ func (c *Cache) Set(s *cri.PodStatus) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.statuses[s.ID] = s
+}
+
+// Observed records a status a sync read itself; the fake's answers stay
+// those given to Set. ObservedStatuses returns them.
+func (c *Cache) Observed(uid types.UID, status *cri.PodStatus, _ time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observed[uid] = append(c.observed[uid], status)
+}
+
+// ObservedStatuses returns the statuses syncs recorded for uid, in order.
+func (c *Cache) ObservedStatuses(uid types.UID) []*cri.PodStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*cri.PodStatus(nil), c.observed[uid]...)
 }
 
 // Hold makes GetNewerThan block until release or its context ends.
