@@ -181,14 +181,7 @@ func (c *Cluster) NodeCreds(t testing.TB, node string) string {
 		t.Fatalf("provision node %s: %v", node, err)
 	}
 	creds, err := c.Auth.IssueNode(node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := c.Auth.NodeCredsPath(node)
-	if err := busauth.WriteCreds(p, creds); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return saveCreds(t, c.Auth.NodeCredsPath(node), creds, err)
 }
 
 // LeafCreds issues the credentials of an edge node's leaf uplink on a
@@ -205,14 +198,7 @@ func (c *Cluster) LeafCreds(t testing.TB, node string) string {
 		t.Fatalf("provision edge %s on the hub: %v", node, err)
 	}
 	creds, err := c.Auth.IssueEdgeUplink(node, c.opts[0].JetStreamDomain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(c.Auth.Dir, "leaf-"+node+".creds")
-	if err := busauth.WriteCreds(p, creds); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return saveCreds(t, filepath.Join(c.Auth.Dir, "leaf-"+node+".creds"), creds, err)
 }
 
 // run starts a server; nil (after reporting with Errorf) if it failed.

@@ -83,10 +83,16 @@ func (s *Server) NodeCreds(t testing.TB, node string) string {
 		t.Fatalf("provision node %s (objects): %v", node, err)
 	}
 	creds, err := s.Auth.IssueNode(node)
+	return saveCreds(t, s.Auth.NodeCredsPath(node), creds, err)
+}
+
+// saveCreds writes the credentials an Authority.Issue… call returned to p
+// and returns p; it fails t on the call's error or the write's.
+func saveCreds(t testing.TB, p string, creds []byte, err error) string {
+	t.Helper()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("issue %s: %v", filepath.Base(p), err)
 	}
-	p := s.Auth.NodeCredsPath(node)
 	if err := busauth.WriteCreds(p, creds); err != nil {
 		t.Fatal(err)
 	}
@@ -122,14 +128,7 @@ func Dial(t testing.TB, s *Server, opts ...nats.Option) (*nats.Conn, error) {
 func (s *Server) OperatorCreds(t testing.TB, name string, scope busauth.OperatorScope) string {
 	t.Helper()
 	creds, err := s.Auth.IssueOperator(name, scope)
-	if err != nil {
-		t.Fatalf("issue operator %s: %v", name, err)
-	}
-	p := s.Auth.OperatorCredsPath(name)
-	if err := busauth.WriteCreds(p, creds); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return saveCreds(t, s.Auth.OperatorCredsPath(name), creds, err)
 }
 
 // Violations collects the permission violations the server reports to a
