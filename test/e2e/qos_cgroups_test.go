@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/actorlet/actorlet/cri/cm"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 // QoS cgroups on containerd (cgroupfs, cgroup v1 on the test machine): each
@@ -28,18 +29,7 @@ func TestQOSCgroups(t *testing.T) {
 		t.Skipf("QoS cgroups unavailable: %v", err)
 	}
 	root := "/actorlet-e2e-qos-" + runID
-	t.Cleanup(func() { // registered first: runs after the agent's cleanup
-		m, err := cm.New(cm.Options{Driver: cm.DriverCgroupfs, Root: root})
-		if err == nil {
-			err = m.Destroy()
-		}
-		if err != nil {
-			t.Errorf("remove the run's cgroups: %v", err)
-		}
-		if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", root)); len(left) > 0 {
-			t.Errorf("cgroups left: %v", left)
-		}
-	})
+	testenv.CgroupRoot(t, root) // registered first: runs after the agent's cleanup
 	a := startAgent(t, agentOptions{args: []string{"--cgroups-per-qos=true", "--cgroup-root", root, "--cgroup-driver", "cgroupfs"}})
 
 	withResources := func(p *v1.Pod, r v1.ResourceRequirements) *v1.Pod {
@@ -58,14 +48,7 @@ func TestQOSCgroups(t *testing.T) {
 	besteffort := shPod("qos-besteffort", "sleep 3600")
 	a.apply(t, guaranteed, burstable, besteffort)
 
-	read := func(ctrl, p, file string) string {
-		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", ctrl, p, file))
-		if err != nil {
-			t.Errorf("read %s: %v", file, err)
-			return ""
-		}
-		return strings.TrimSpace(string(b))
-	}
+	read := func(ctrl, p, file string) string { return testenv.ReadCgroupV1(t, ctrl, p, file) }
 	kp := root + "/kubepods"
 	pods := map[string]string{}
 	for name, parent := range map[string]string{"qos-guaranteed": kp, "qos-burstable": kp + "/burstable", "qos-besteffort": kp + "/besteffort"} {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri/cm"
 	"github.com/actorlet/actorlet/node/agent"
+	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -32,18 +33,7 @@ func testQOSCgroups(t *testing.T, f *fleet) {
 	root := "/actorlet-qos-test-" + strconv.Itoa(os.Getpid())
 	// Registered first: runs last, after the agent and the runtime (and so
 	// every container) are gone.
-	t.Cleanup(func() {
-		m, err := cm.New(cm.Options{Driver: cm.DriverCgroupfs, Root: root})
-		if err == nil {
-			err = m.Destroy()
-		}
-		if err != nil {
-			t.Errorf("remove the test's cgroups: %v", err)
-		}
-		if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", root)); len(left) > 0 {
-			t.Errorf("cgroups left: %v", left)
-		}
-	})
+	testenv.CgroupRoot(t, root)
 	n := f.startNodeOn(t, "qos-n1", nil, func(c *agent.Config) {
 		c.CgroupsPerQOS = true
 		c.CgroupRoot = root
@@ -57,14 +47,7 @@ func testQOSCgroups(t *testing.T, f *fleet) {
 	f.mustCtl(t, "apply", "-f", res("burstable", "      requests:\n        cpu: 250m\n        memory: 32Mi\n      limits:\n        memory: 64Mi\n"), "--node", n.name)
 	f.mustCtl(t, "apply", "-f", res("besteffort", "      {}\n"), "--node", n.name)
 
-	read := func(ctrl, p, file string) string {
-		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", ctrl, p, file))
-		if err != nil {
-			t.Errorf("read %s: %v", file, err)
-			return ""
-		}
-		return strings.TrimSpace(string(b))
-	}
+	read := func(ctrl, p, file string) string { return testenv.ReadCgroupV1(t, ctrl, p, file) }
 	kp := root + "/kubepods"
 	pods := map[string]string{}
 	for name, parent := range map[string]string{"guaranteed": kp, "burstable": kp + "/burstable", "besteffort": kp + "/besteffort"} {
