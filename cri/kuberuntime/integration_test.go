@@ -267,9 +267,7 @@ func TestIntegrationMissingBinary(t *testing.T) {
 	if api.Phase != v1.PodPending && api.Phase != v1.PodRunning {
 		t.Errorf("phase = %s", api.Phase)
 	}
-	if !e.rec.Has("Failed") {
-		t.Error("no Failed event")
-	}
+	e.rec.Expect(t, "Failed")
 }
 
 // An operator's restart stops the instance and clears its crash back-off:
