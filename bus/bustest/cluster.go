@@ -136,22 +136,7 @@ func (c *Cluster) initSecure() string {
 	c.t.Helper()
 	root := c.t.TempDir()
 	dir := filepath.Join(root, "auth")
-	a, err := busauth.Init(dir)
-	if err != nil {
-		c.t.Fatalf("init authority: %v", err)
-	}
-	for name, issue := range map[string]func(string) ([]byte, error){
-		busauth.AdminCredsFile:  a.IssueAdmin,
-		busauth.SystemCredsFile: a.IssueSystem,
-	} {
-		creds, err := issue(name)
-		if err != nil {
-			c.t.Fatalf("issue %s: %v", name, err)
-		}
-		if err := busauth.WriteCreds(filepath.Join(dir, name), creds); err != nil {
-			c.t.Fatal(err)
-		}
-	}
+	a := newAuthority(c.t, dir)
 	c.Auth, c.account = a, a.AccountPublicKey()
 	conf := filepath.Join(root, "nats-server.conf")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf("include %q\n", filepath.Join("auth", busauth.ServerConfFile))), 0o600); err != nil {

@@ -23,24 +23,26 @@ import (
 func (s *Server) initSecure() {
 	s.t.Helper()
 	dir := filepath.Join(s.t.TempDir(), "auth")
+	s.Auth = newAuthority(s.t, dir)
+	s.ConfigFile = filepath.Join(filepath.Dir(dir), "nats-server.conf")
+}
+
+// newAuthority creates an authority in dir with the admin and system
+// credentials a test bus needs written there.
+func newAuthority(t testing.TB, dir string) *busauth.Authority {
+	t.Helper()
 	a, err := busauth.Init(dir)
 	if err != nil {
-		s.t.Fatalf("init authority: %v", err)
+		t.Fatalf("init authority: %v", err)
 	}
-	s.Auth = a
 	for name, issue := range map[string]func(string) ([]byte, error){
 		busauth.AdminCredsFile:  a.IssueAdmin,
 		busauth.SystemCredsFile: a.IssueSystem,
 	} {
 		creds, err := issue(name)
-		if err != nil {
-			s.t.Fatalf("issue %s: %v", name, err)
-		}
-		if err := busauth.WriteCreds(filepath.Join(dir, name), creds); err != nil {
-			s.t.Fatal(err)
-		}
+		saveCreds(t, filepath.Join(dir, name), creds, err)
 	}
-	s.ConfigFile = filepath.Join(filepath.Dir(dir), "nats-server.conf")
+	return a
 }
 
 // secureOptions writes the server configuration the way docs/security.md
