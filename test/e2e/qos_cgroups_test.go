@@ -65,18 +65,12 @@ func TestQOSCgroups(t *testing.T) {
 			t.Errorf("%s: no process in %s/%s", name, pods[name], id)
 		}
 	}
-	if got := read("memory", pods["qos-guaranteed"], "memory.limit_in_bytes"); got != strconv.Itoa(128<<20) {
-		t.Errorf("guaranteed pod memory limit %s", got)
-	}
-	if got := read("cpu", pods["qos-guaranteed"], "cpu.cfs_quota_us"); got != "50000" {
-		t.Errorf("guaranteed pod cpu quota %s", got)
-	}
-	if got := read("cpu", pods["qos-burstable"], "cpu.shares"); got != "256" {
-		t.Errorf("burstable pod cpu.shares %s", got)
-	}
-	if got := read("cpu", pods["qos-besteffort"], "cpu.shares"); got != "2" {
-		t.Errorf("besteffort pod cpu.shares %s", got)
-	}
+	testenv.CheckCgroupV1(t, []testenv.CgroupV1Want{
+		{Ctrl: "memory", Path: pods["qos-guaranteed"], File: "memory.limit_in_bytes", Want: strconv.Itoa(128 << 20), What: "guaranteed pod memory limit"},
+		{Ctrl: "cpu", Path: pods["qos-guaranteed"], File: "cpu.cfs_quota_us", Want: "50000", What: "guaranteed pod cpu quota"},
+		{Ctrl: "cpu", Path: pods["qos-burstable"], File: "cpu.shares", Want: "256", What: "burstable pod cpu.shares"},
+		{Ctrl: "cpu", Path: pods["qos-besteffort"], File: "cpu.shares", Want: "2", What: "besteffort pod cpu.shares"},
+	})
 
 	for name := range pods {
 		a.mustCtl(t, "delete", "pod", name, "-n", namespace, "--wait")

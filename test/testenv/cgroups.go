@@ -42,3 +42,18 @@ func ReadCgroupV1(t testing.TB, ctrl, p, file string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// CgroupV1Want is what File of the cgroup Path in controller Ctrl (cgroup
+// v1) must hold; What names it in a failure.
+type CgroupV1Want struct{ Ctrl, Path, File, Want, What string }
+
+// CheckCgroupV1 reports with t.Errorf each file of ws that does not hold
+// what it must.
+func CheckCgroupV1(t testing.TB, ws []CgroupV1Want) {
+	t.Helper()
+	for _, w := range ws {
+		if got := ReadCgroupV1(t, w.Ctrl, w.Path, w.File); got != w.Want {
+			t.Errorf("%s %s, want %s", w.What, got, w.Want)
+		}
+	}
+}

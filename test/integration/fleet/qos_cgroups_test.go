@@ -64,24 +64,14 @@ func testQOSCgroups(t *testing.T, f *fleet) {
 			t.Errorf("%s: no process in the container cgroup under %s", name, pods[name])
 		}
 	}
-	if got := read("memory", pods["guaranteed"], "memory.limit_in_bytes"); got != strconv.Itoa(128<<20) {
-		t.Errorf("guaranteed pod memory limit %s", got)
-	}
-	if got := read("cpu", pods["guaranteed"], "cpu.cfs_quota_us"); got != "50000" {
-		t.Errorf("guaranteed pod cpu quota %s", got)
-	}
-	if got := read("cpu", pods["burstable"], "cpu.shares"); got != "256" {
-		t.Errorf("burstable pod cpu.shares %s", got)
-	}
-	if got := read("memory", pods["burstable"], "memory.limit_in_bytes"); got != strconv.Itoa(64<<20) {
-		t.Errorf("burstable pod memory limit %s", got)
-	}
-	if got := read("cpu", kp+"/burstable", "cpu.shares"); got != "256" {
-		t.Errorf("burstable QoS cgroup cpu.shares %s, want its one pod's 256", got)
-	}
-	if got := read("cpu", pods["besteffort"], "cpu.shares"); got != "2" {
-		t.Errorf("besteffort pod cpu.shares %s", got)
-	}
+	testenv.CheckCgroupV1(t, []testenv.CgroupV1Want{
+		{Ctrl: "memory", Path: pods["guaranteed"], File: "memory.limit_in_bytes", Want: strconv.Itoa(128 << 20), What: "guaranteed pod memory limit"},
+		{Ctrl: "cpu", Path: pods["guaranteed"], File: "cpu.cfs_quota_us", Want: "50000", What: "guaranteed pod cpu quota"},
+		{Ctrl: "cpu", Path: pods["burstable"], File: "cpu.shares", Want: "256", What: "burstable pod cpu.shares"},
+		{Ctrl: "memory", Path: pods["burstable"], File: "memory.limit_in_bytes", Want: strconv.Itoa(64 << 20), What: "burstable pod memory limit"},
+		{Ctrl: "cpu", Path: kp + "/burstable", File: "cpu.shares", Want: "256", What: "burstable QoS cgroup cpu.shares (its one pod's)"},
+		{Ctrl: "cpu", Path: pods["besteffort"], File: "cpu.shares", Want: "2", What: "besteffort pod cpu.shares"},
+	})
 	memTotal := read("memory", kp, "memory.limit_in_bytes")
 	if v, _ := strconv.ParseInt(memTotal, 10, 64); v <= 0 || v >= 1<<62 {
 		t.Errorf("kubepods memory limit %q: want capacity minus system-reserved", memTotal)
