@@ -82,3 +82,12 @@ func KillHolder(t testing.TB, c *cri.Client, sandboxID string) {
 		t.Fatalf("kill the holder of sandbox %s: %v", sandboxID, err)
 	}
 }
+
+// Main is the TestMain of a package whose tests start a process runtime:
+// the test binary, re-executed by the runtime as a container's shim, runs
+// the shim (procruntime.MaybeRunShim); otherwise it runs the tests and
+// exits with their result.
+func Main(m *testing.M) {
+	procruntime.MaybeRunShim()
+	os.Exit(m.Run())
+}
