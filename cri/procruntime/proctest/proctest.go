@@ -16,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // Start starts a process runtime keeping its state in rootDir, serving on
@@ -90,4 +91,11 @@ func KillHolder(t testing.TB, c *cri.Client, sandboxID string) {
 func Main(m *testing.M) {
 	procruntime.MaybeRunShim()
 	os.Exit(m.Run())
+}
+
+// MainQuiet is Main with klog kept quiet unless -v
+// (testutil.Main with verbosity).
+func MainQuiet(m *testing.M, verbosity string) {
+	procruntime.MaybeRunShim()
+	testutil.Main(m, verbosity)
 }
