@@ -3,8 +3,6 @@ package supervisor
 import (
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/actorlet/actorlet/actors/podactor/fake"
 	"github.com/actorlet/actorlet/messages"
 )
@@ -14,9 +12,7 @@ import (
 // container dying, so waiting for a death would keep it forever.
 func TestContainerStartedRemovesDeadContainersAndSandboxes(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	h.addRunning("a")
 	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
 	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerStarted, ContainerID: "c1"})
 	eventually(t, "dead containers and sandboxes removed", func() bool {
