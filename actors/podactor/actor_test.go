@@ -368,16 +368,25 @@ func TestWorkDurationExcludesTheWaitForFreshStatus(t *testing.T) {
 	}
 }
 
+// runningWithKillHeld starts pod u1 (grace seconds) on a new harness and
+// waits for its first status; the runtime holds every KillPod until
+// release, which t.Cleanup calls too.
+func runningWithKillHeld(t *testing.T, grace *int64) (*harness, *v1.Pod, func()) {
+	t.Helper()
+	h := newHarness(t, "u1")
+	release := h.rt.Hold(fake.OpKillPod)
+	t.Cleanup(release)
+	p := testPod("u1", 1, grace)
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(t, "running status", func() bool { return len(messagesOf[*messages.PodStatusComputed](h)) == 1 })
+	return h, p, release
+}
+
 // A graceful delete is reported at once (the pod with its deletion
 // timestamp and its last status), not only when the kill, which may take
 // the whole grace period, finishes.
 func TestDeletionIsReportedBeforeTheKillEnds(t *testing.T) {
-	h := newHarness(t, "u1")
-	release := h.rt.Hold(fake.OpKillPod)
-	defer release()
-	p := testPod("u1", 1, int64p(60))
-	h.send(upd(messages.SyncPodCreate, p))
-	eventually(t, "running status", func() bool { return len(messagesOf[*messages.PodStatusComputed](h)) == 1 })
+	h, p, _ := runningWithKillHeld(t, int64p(60))
 	h.send(upd(messages.SyncPodUpdate, deleted(p, 30)))
 	eventually(t, "kill in flight", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
 	eventually(t, "deletion reported while the kill runs", func() bool {
@@ -410,12 +419,7 @@ func TestSidecarStartupSuccessSyncsAndIsPassed(t *testing.T) {
 // in the PLEG cache: the kill changed the runtime, and the cache would show
 // it only at its next inspection or freshness tick.
 func TestFinalStatusIsReadFromTheRuntimeAfterTheKill(t *testing.T) {
-	h := newHarness(t, "u1")
-	release := h.rt.Hold(fake.OpKillPod)
-	defer release()
-	p := testPod("u1", 1, int64p(1))
-	h.send(upd(messages.SyncPodCreate, p))
-	eventually(t, "running status", func() bool { return len(messagesOf[*messages.PodStatusComputed](h)) == 1 })
+	h, p, release := runningWithKillHeld(t, int64p(1))
 	h.send(upd(messages.SyncPodKill, p))
 	eventually(t, "kill in flight", func() bool { return h.rt.Count(fake.OpKillPod) == 1 })
 	hold := h.cache.Hold() // the cache never becomes fresher than the kill

@@ -86,6 +86,13 @@ func TestBuildStatusReadiness(t *testing.T) {
 		phase           v1.PodPhase
 		terminated      bool
 	}
+	// The three outcomes most cases of the one container "app" running
+	// want: ready; started but not ready; neither started nor ready.
+	appReady := want{ready: true, started: true, containersReady: v1.ConditionTrue, phase: v1.PodRunning}
+	appUnready := want{started: true, containersReady: v1.ConditionFalse, phase: v1.PodRunning,
+		reason: ReasonContainersNotReady, message: "containers with unready status: [app]"}
+	appUnstarted := appUnready
+	appUnstarted.started = false
 	tests := []struct {
 		name     string
 		pod      *v1.Pod
@@ -98,67 +105,61 @@ func TestBuildStatusReadiness(t *testing.T) {
 			name:     "running without probes is ready",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app"}),
 			computed: computed(v1.PodRunning, running("app", "c1")),
-			want:     want{ready: true, started: true, containersReady: v1.ConditionTrue, phase: v1.PodRunning},
+			want:     appReady,
 		},
 		{
 			name:     "readiness probe without result is not ready",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app", readiness: true}),
 			computed: computed(v1.PodRunning, running("app", "c1")),
-			want: want{started: true, containersReady: v1.ConditionFalse, phase: v1.PodRunning,
-				reason: ReasonContainersNotReady, message: "containers with unready status: [app]"},
+			want:     appUnready,
 		},
 		{
 			name:     "readiness success makes it ready",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app", readiness: true}),
 			computed: computed(v1.PodRunning, running("app", "c1")),
 			probes:   result("app", "c1", messages.Readiness, messages.ProbeSuccess),
-			want:     want{ready: true, started: true, containersReady: v1.ConditionTrue, phase: v1.PodRunning},
+			want:     appReady,
 		},
 		{
 			name:     "readiness failure",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app", readiness: true}),
 			computed: computed(v1.PodRunning, running("app", "c1")),
 			probes:   result("app", "c1", messages.Readiness, messages.ProbeFailure),
-			want: want{started: true, containersReady: v1.ConditionFalse, phase: v1.PodRunning,
-				reason: ReasonContainersNotReady, message: "containers with unready status: [app]"},
+			want:     appUnready,
 		},
 		{
 			name:     "readiness success of a previous instance does not count",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app", readiness: true}),
 			computed: computed(v1.PodRunning, running("app", "c2")),
 			probes:   result("app", "c1", messages.Readiness, messages.ProbeSuccess),
-			want: want{started: true, containersReady: v1.ConditionFalse, phase: v1.PodRunning,
-				reason: ReasonContainersNotReady, message: "containers with unready status: [app]"},
+			want:     appUnready,
 		},
 		{
 			name:     "startup probe pending: neither started nor ready",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app", startup: true}),
 			computed: computed(v1.PodRunning, running("app", "c1")),
-			want: want{containersReady: v1.ConditionFalse, phase: v1.PodRunning,
-				reason: ReasonContainersNotReady, message: "containers with unready status: [app]"},
+			want:     appUnstarted,
 		},
 		{
 			name:     "startup success without readiness probe: ready",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app", startup: true}),
 			computed: computed(v1.PodRunning, running("app", "c1")),
 			probes:   result("app", "c1", messages.Startup, messages.ProbeSuccess),
-			want:     want{ready: true, started: true, containersReady: v1.ConditionTrue, phase: v1.PodRunning},
+			want:     appReady,
 		},
 		{
 			name:     "startup success and readiness pending",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app", startup: true, readiness: true}),
 			computed: computed(v1.PodRunning, running("app", "c1")),
 			probes:   result("app", "c1", messages.Startup, messages.ProbeSuccess),
-			want: want{started: true, containersReady: v1.ConditionFalse, phase: v1.PodRunning,
-				reason: ReasonContainersNotReady, message: "containers with unready status: [app]"},
+			want:     appUnready,
 		},
 		{
 			name:     "readiness success while startup pending is not ready",
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app", startup: true, readiness: true}),
 			computed: computed(v1.PodRunning, running("app", "c1")),
 			probes:   result("app", "c1", messages.Readiness, messages.ProbeSuccess),
-			want: want{containersReady: v1.ConditionFalse, phase: v1.PodRunning,
-				reason: ReasonContainersNotReady, message: "containers with unready status: [app]"},
+			want:     appUnstarted,
 		},
 		{
 			name:     "waiting container",
@@ -213,7 +214,7 @@ func TestBuildStatusReadiness(t *testing.T) {
 			pod:      testPod(v1.RestartPolicyAlways, containerSpec{name: "app"}),
 			old:      &v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{terminated("app", "c1", 1)}},
 			computed: computed(v1.PodRunning, running("app", "c2")),
-			want:     want{ready: true, started: true, containersReady: v1.ConditionTrue, phase: v1.PodRunning},
+			want:     appReady,
 		},
 	}
 	for _, tt := range tests {

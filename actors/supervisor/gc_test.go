@@ -16,9 +16,7 @@ import (
 // container dying, so waiting for a death would keep it forever.
 func TestContainerStartedRemovesDeadContainersAndSandboxes(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	h.addRunning("a")
 	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
 	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerStarted, ContainerID: "c1"})
 	eventually(t, "dead containers and sandboxes removed", func() bool {

@@ -147,6 +147,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	testutil.Until(t, 5*time.Second, what, cond)
 }
 
+// addRunning adds pod uid (named as its UID, created at 1 s) with phase
+// Running, and returns it.
+func (h *harness) addRunning(uid string) *v1.Pod {
+	h.t.Helper()
+	p := newPod(uid, uid, 1)
+	p.Status.Phase = v1.PodRunning
+	h.add(p)
+	return p
+}
+
 func newPod(uid, name string, created int64) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: name, Namespace: "default",

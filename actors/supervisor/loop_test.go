@@ -111,9 +111,8 @@ func TestRemoveKillsForgetsAndPurgesAtOnce(t *testing.T) {
 
 func TestReconcileDoesNotSyncOrRestart(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning // no phase change: no immediate requeue
-	h.add(p)
+	// no phase change: no immediate requeue
+	p := h.addRunning("a")
 	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
 	r := p.DeepCopy()
 	r.Status.Message = "status only"
@@ -135,9 +134,7 @@ func TestSetSnapshotAddsAndRemoves(t *testing.T) {
 
 func TestPLEGEventSyncsKnownPodAndContainerDiedRemovesDeadContainers(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	h.addRunning("a")
 	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
 	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerDied, ContainerID: "c1"})
 	eventually(t, "sync on event", func() bool { return h.syncsOf("a") == 2 })
@@ -152,9 +149,7 @@ func TestPLEGEventSyncsKnownPodAndContainerDiedRemovesDeadContainers(t *testing.
 func TestLivenessFailureIsForwardedAndSyncsThePod(t *testing.T) {
 	h := newHarness(t, nil)
 	h.cache.Set(&cri.PodStatus{ID: "a", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	h.addRunning("a")
 	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
 	h.send(&messages.ProbeResultChanged{PodUID: "a", ContainerName: "app", ContainerID: "c1", Kind: messages.Readiness, Result: messages.ProbeSuccess})
 	h.never("sync on readiness", func() bool { return h.syncsOf("a") != 1 })
@@ -188,9 +183,7 @@ func TestSyncTickRequeuesDuePods(t *testing.T) {
 func TestSyncErrorIsRetriedAfterBackOff(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.Fail(fake.OpSyncPod, errFake)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	h.addRunning("a")
 	eventually(t, "first sync", func() bool { return h.syncsOf("a") == 1 })
 	h.clock.Step(9 * time.Second)
 	h.never("retry before 10 s", func() bool { return h.syncsOf("a") != 1 })
@@ -352,9 +345,7 @@ func TestNodeConditionsAndDescribe(t *testing.T) {
 
 func TestUpdateDispatchesTheNewSpecToTheWorker(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	p := h.addRunning("a")
 	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
 	u := p.DeepCopy()
 	u.Generation = 2

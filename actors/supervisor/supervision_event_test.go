@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/actors/podactor/fake"
 )
@@ -33,9 +32,7 @@ func TestSupervisionDecisionsArePublished(t *testing.T) {
 	}
 
 	h.rt.Panic(fake.OpSyncPod, 2)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	h.addRunning("a")
 	eventually(t, "restart published", func() bool {
 		h.clock.Step(100 * time.Millisecond)
 		return len(seen()) >= 1

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/actorlet/actorlet/actors/podactor/fake"
 )
 
@@ -16,9 +14,7 @@ var errFake = errors.New("fake failure")
 func TestPanickingPodActorIsRestartedAndResyncs(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.Panic(fake.OpSyncPod, 1)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	h.addRunning("a")
 	eventually(t, "panicking sync", func() bool { return h.syncsOf("a") == 1 })
 	h.settle()
 	// The restart waits for its back-off on the injected clock.
@@ -41,9 +37,7 @@ func TestRepeatedPanicsAreReportedAndWorkerRespawnedLater(t *testing.T) {
 		c.WorkerRespawnDelay = 10 * time.Second
 	})
 	h.rt.Panic(fake.OpSyncPod, 3)
-	p := newPod("a", "a", 1)
-	p.Status.Phase = v1.PodRunning
-	h.add(p)
+	h.addRunning("a")
 	eventually(t, "worker given up", func() bool {
 		h.clock.Step(200 * time.Millisecond)
 		d := h.describe("a")

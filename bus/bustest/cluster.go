@@ -136,22 +136,7 @@ func (c *Cluster) initSecure() string {
 	c.t.Helper()
 	root := c.t.TempDir()
 	dir := filepath.Join(root, "auth")
-	a, err := busauth.Init(dir)
-	if err != nil {
-		c.t.Fatalf("init authority: %v", err)
-	}
-	for name, issue := range map[string]func(string) ([]byte, error){
-		busauth.AdminCredsFile:  a.IssueAdmin,
-		busauth.SystemCredsFile: a.IssueSystem,
-	} {
-		creds, err := issue(name)
-		if err != nil {
-			c.t.Fatalf("issue %s: %v", name, err)
-		}
-		if err := busauth.WriteCreds(filepath.Join(dir, name), creds); err != nil {
-			c.t.Fatal(err)
-		}
-	}
+	a := newAuthority(c.t, dir)
 	c.Auth, c.account = a, a.AccountPublicKey()
 	conf := filepath.Join(root, "nats-server.conf")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf("include %q\n", filepath.Join("auth", busauth.ServerConfFile))), 0o600); err != nil {
@@ -181,14 +166,7 @@ func (c *Cluster) NodeCreds(t testing.TB, node string) string {
 		t.Fatalf("provision node %s: %v", node, err)
 	}
 	creds, err := c.Auth.IssueNode(node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := c.Auth.NodeCredsPath(node)
-	if err := busauth.WriteCreds(p, creds); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return saveCreds(t, c.Auth.NodeCredsPath(node), creds, err)
 }
 
 // LeafCreds issues the credentials of an edge node's leaf uplink on a
@@ -205,14 +183,7 @@ func (c *Cluster) LeafCreds(t testing.TB, node string) string {
 		t.Fatalf("provision edge %s on the hub: %v", node, err)
 	}
 	creds, err := c.Auth.IssueEdgeUplink(node, c.opts[0].JetStreamDomain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(c.Auth.Dir, "leaf-"+node+".creds")
-	if err := busauth.WriteCreds(p, creds); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return saveCreds(t, filepath.Join(c.Auth.Dir, "leaf-"+node+".creds"), creds, err)
 }
 
 // run starts a server; nil (after reporting with Errorf) if it failed.

@@ -23,24 +23,26 @@ import (
 func (s *Server) initSecure() {
 	s.t.Helper()
 	dir := filepath.Join(s.t.TempDir(), "auth")
+	s.Auth = newAuthority(s.t, dir)
+	s.ConfigFile = filepath.Join(filepath.Dir(dir), "nats-server.conf")
+}
+
+// newAuthority creates an authority in dir with the admin and system
+// credentials a test bus needs written there.
+func newAuthority(t testing.TB, dir string) *busauth.Authority {
+	t.Helper()
 	a, err := busauth.Init(dir)
 	if err != nil {
-		s.t.Fatalf("init authority: %v", err)
+		t.Fatalf("init authority: %v", err)
 	}
-	s.Auth = a
 	for name, issue := range map[string]func(string) ([]byte, error){
 		busauth.AdminCredsFile:  a.IssueAdmin,
 		busauth.SystemCredsFile: a.IssueSystem,
 	} {
 		creds, err := issue(name)
-		if err != nil {
-			s.t.Fatalf("issue %s: %v", name, err)
-		}
-		if err := busauth.WriteCreds(filepath.Join(dir, name), creds); err != nil {
-			s.t.Fatal(err)
-		}
+		saveCreds(t, filepath.Join(dir, name), creds, err)
 	}
-	s.ConfigFile = filepath.Join(filepath.Dir(dir), "nats-server.conf")
+	return a
 }
 
 // secureOptions writes the server configuration the way docs/security.md
@@ -83,10 +85,16 @@ func (s *Server) NodeCreds(t testing.TB, node string) string {
 		t.Fatalf("provision node %s (objects): %v", node, err)
 	}
 	creds, err := s.Auth.IssueNode(node)
+	return saveCreds(t, s.Auth.NodeCredsPath(node), creds, err)
+}
+
+// saveCreds writes the credentials an Authority.Issue… call returned to p
+// and returns p; it fails t on the call's error or the write's.
+func saveCreds(t testing.TB, p string, creds []byte, err error) string {
+	t.Helper()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("issue %s: %v", filepath.Base(p), err)
 	}
-	p := s.Auth.NodeCredsPath(node)
 	if err := busauth.WriteCreds(p, creds); err != nil {
 		t.Fatal(err)
 	}
@@ -122,14 +130,7 @@ func Dial(t testing.TB, s *Server, opts ...nats.Option) (*nats.Conn, error) {
 func (s *Server) OperatorCreds(t testing.TB, name string, scope busauth.OperatorScope) string {
 	t.Helper()
 	creds, err := s.Auth.IssueOperator(name, scope)
-	if err != nil {
-		t.Fatalf("issue operator %s: %v", name, err)
-	}
-	p := s.Auth.OperatorCredsPath(name)
-	if err := busauth.WriteCreds(p, creds); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return saveCreds(t, s.Auth.OperatorCredsPath(name), creds, err)
 }
 
 // Violations collects the permission violations the server reports to a

@@ -21,14 +21,14 @@ import (
 	crilogs "k8s.io/cri-client/pkg/logs"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/test/cristream"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
-func TestMain(m *testing.M) {
-	procruntime.MaybeRunShim()
-	os.Exit(m.Run())
-}
+// TestMain lets the process runtime re-execute this test binary as its
+// per-container shim.
+func TestMain(m *testing.M) { proctest.Main(m) }
 
 // TestOperatorSessionThroughCRIClient drives `actorlet runtime` on a real
 // unix socket with k8s.io/cri-client, the client crictl, critest and the

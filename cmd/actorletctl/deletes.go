@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -124,19 +123,11 @@ func (c *cli) waitDeleted(ctx context.Context, pods []applied) error {
 	if len(pods) == 0 {
 		return nil
 	}
-	kv, err := c.bucket(ctx, wire.StatusBucket)
+	w, statuses, err := c.watchStatuses(ctx, len(pods))
 	if err != nil {
 		return err
 	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("watch %s: %w", wire.StatusBucket, err)
-	}
 	defer func() { _ = w.Stop() }()
-	statuses := make([]map[string]*v1.Pod, len(pods))
-	for i := range statuses {
-		statuses[i] = map[string]*v1.Pod{}
-	}
 	last := make([]string, len(pods))
 	current := false // the watcher delivered the current values
 	for {

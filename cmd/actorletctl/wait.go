@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -20,24 +21,15 @@ func (c *cli) waitRunning(ctx context.Context, pods []applied, forState string) 
 	if len(pods) == 0 {
 		return nil
 	}
-	kv, err := c.bucket(ctx, wire.StatusBucket)
+	w, statuses, err := c.watchStatuses(ctx, len(pods))
 	if err != nil {
 		return err
-	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("watch %s: %w", wire.StatusBucket, err)
 	}
 	defer func() { _ = w.Stop() }()
 
 	targets := make([]string, len(pods))
 	for i, a := range pods {
 		targets[i] = waitTarget(a.pod, forState)
-	}
-	// statuses[i] maps a status key to the latest status of pods[i] there.
-	statuses := make([]map[string]*v1.Pod, len(pods))
-	for i := range statuses {
-		statuses[i] = map[string]*v1.Pod{}
 	}
 	last := make([]string, len(pods))
 	for {
@@ -155,4 +147,23 @@ func statusParts(byNode map[string]*v1.Pod) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")
+}
+
+// watchStatuses watches every key of the StatusBucket (the caller stops
+// the watcher) and returns one empty status map per pod to record into:
+// statuses[i] maps a status key to the latest status of pods[i] there.
+func (c *cli) watchStatuses(ctx context.Context, pods int) (jetstream.KeyWatcher, []map[string]*v1.Pod, error) {
+	kv, err := c.bucket(ctx, wire.StatusBucket)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("watch %s: %w", wire.StatusBucket, err)
+	}
+	statuses := make([]map[string]*v1.Pod, pods)
+	for i := range statuses {
+		statuses[i] = map[string]*v1.Pod{}
+	}
+	return w, statuses, nil
 }

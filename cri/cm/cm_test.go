@@ -120,6 +120,19 @@ func v1File(t *testing.T, ctrl, p, file string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// v1Want is what a cgroup v1 file must hold; what names it in a failure.
+type v1Want struct{ ctrl, path, file, want, what string }
+
+// checkV1Files reports every file of ws that does not hold what it must.
+func checkV1Files(t *testing.T, ws []v1Want) {
+	t.Helper()
+	for _, w := range ws {
+		if got := v1File(t, w.ctrl, w.path, w.file); got != w.want {
+			t.Errorf("%s %s, want %s", w.what, got, w.want)
+		}
+	}
+}
+
 func exists(ctrl, p string) bool {
 	_, err := os.Stat(filepath.Join("/sys/fs/cgroup", ctrl, p))
 	return err == nil
@@ -151,12 +164,10 @@ func TestManagerCgroupV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := v1File(t, "memory", system, "memory.limit_in_bytes"); got != strconv.Itoa(256<<20) {
-		t.Errorf("system-reserved cgroup memory limit %s", got)
-	}
-	if got := v1File(t, "cpu", system, "cpu.shares"); got != "512" {
-		t.Errorf("system-reserved cgroup cpu.shares %s", got)
-	}
+	checkV1Files(t, []v1Want{
+		{"memory", system, "memory.limit_in_bytes", strconv.Itoa(256 << 20), "system-reserved cgroup memory limit"},
+		{"cpu", system, "cpu.shares", "512", "system-reserved cgroup cpu.shares"},
+	})
 	t.Cleanup(func() {
 		if err := m.Destroy(); err != nil {
 			t.Error(err)
@@ -167,18 +178,12 @@ func TestManagerCgroupV1(t *testing.T) {
 		}
 	})
 	kp := root + "/kubepods"
-	if got := v1File(t, "memory", kp, "memory.limit_in_bytes"); got != strconv.Itoa(1<<30) {
-		t.Errorf("kubepods memory limit %s", got)
-	}
-	if got := v1File(t, "cpu", kp, "cpu.shares"); got != "1536" {
-		t.Errorf("kubepods cpu.shares %s", got)
-	}
-	if got := v1File(t, "pids", kp, "pids.max"); got != "500" {
-		t.Errorf("kubepods pids.max %s", got)
-	}
-	if got := v1File(t, "cpu", kp+"/besteffort", "cpu.shares"); got != "2" {
-		t.Errorf("besteffort cpu.shares %s", got)
-	}
+	checkV1Files(t, []v1Want{
+		{"memory", kp, "memory.limit_in_bytes", strconv.Itoa(1 << 30), "kubepods memory limit"},
+		{"cpu", kp, "cpu.shares", "1536", "kubepods cpu.shares"},
+		{"pids", kp, "pids.max", "500", "kubepods pids.max"},
+		{"cpu", kp + "/besteffort", "cpu.shares", "2", "besteffort cpu.shares"},
+	})
 
 	g := pod("guar", v1.ResourceRequirements{Limits: rl("cpu", "500m", "memory", "128Mi")})
 	b := pod("burst", v1.ResourceRequirements{Requests: rl("cpu", "250m", "memory", "32Mi"), Limits: rl("memory", "64Mi")})
@@ -192,27 +197,15 @@ func TestManagerCgroupV1(t *testing.T) {
 			t.Errorf("%s: parent %q, want %q", p.Name, parent, want)
 		}
 	}
-	if got := v1File(t, "memory", kp+"/podguar", "memory.limit_in_bytes"); got != strconv.Itoa(128<<20) {
-		t.Errorf("guaranteed memory limit %s", got)
-	}
-	if got := v1File(t, "cpu", kp+"/podguar", "cpu.cfs_quota_us"); got != "50000" {
-		t.Errorf("guaranteed quota %s", got)
-	}
-	if got := v1File(t, "cpu", kp+"/podguar", "cpu.shares"); got != "512" {
-		t.Errorf("guaranteed shares %s", got)
-	}
-	if got := v1File(t, "memory", kp+"/burstable/podburst", "memory.limit_in_bytes"); got != strconv.Itoa(64<<20) {
-		t.Errorf("burstable memory limit %s", got)
-	}
-	if got := v1File(t, "cpu", kp+"/burstable/podburst", "cpu.cfs_quota_us"); got != "-1" {
-		t.Errorf("burstable without a cpu limit: quota %s, want -1", got)
-	}
-	if got := v1File(t, "cpu", kp+"/besteffort/podbest", "cpu.shares"); got != "2" {
-		t.Errorf("besteffort pod shares %s", got)
-	}
-	if got := v1File(t, "cpu", kp+"/burstable", "cpu.shares"); got != "256" {
-		t.Errorf("burstable cpu.shares %s, want 256 (its pod's 250m)", got)
-	}
+	checkV1Files(t, []v1Want{
+		{"memory", kp + "/podguar", "memory.limit_in_bytes", strconv.Itoa(128 << 20), "guaranteed memory limit"},
+		{"cpu", kp + "/podguar", "cpu.cfs_quota_us", "50000", "guaranteed quota"},
+		{"cpu", kp + "/podguar", "cpu.shares", "512", "guaranteed shares"},
+		{"memory", kp + "/burstable/podburst", "memory.limit_in_bytes", strconv.Itoa(64 << 20), "burstable memory limit"},
+		{"cpu", kp + "/burstable/podburst", "cpu.cfs_quota_us", "-1", "burstable without a cpu limit: quota"},
+		{"cpu", kp + "/besteffort/podbest", "cpu.shares", "2", "besteffort pod shares"},
+		{"cpu", kp + "/burstable", "cpu.shares", "256", "burstable cpu.shares (its pod's 250m)"},
+	})
 	// A pod cgroup removed behind the manager's back is made again at the
 	// next sync; one still there is left alone.
 	if err := m.destroy(PodCgroupName(m.root, v1.PodQOSGuaranteed, "guar")); err != nil {
@@ -221,9 +214,9 @@ func TestManagerCgroupV1(t *testing.T) {
 	if _, err := m.EnsurePod(g); err != nil {
 		t.Fatal(err)
 	}
-	if got := v1File(t, "memory", kp+"/podguar", "memory.limit_in_bytes"); got != strconv.Itoa(128<<20) {
-		t.Errorf("re-made guaranteed memory limit %s", got)
-	}
+	checkV1Files(t, []v1Want{
+		{"memory", kp + "/podguar", "memory.limit_in_bytes", strconv.Itoa(128 << 20), "re-made guaranteed memory limit"},
+	})
 	uids, err := m.PodCgroups()
 	if err != nil || len(uids) != 3 {
 		t.Errorf("pod cgroups %v %v", uids, err)
@@ -234,9 +227,9 @@ func TestManagerCgroupV1(t *testing.T) {
 	if exists("memory", kp+"/burstable/podburst") || exists("cpu", kp+"/burstable/podburst") {
 		t.Error("removed pod's cgroup left")
 	}
-	if got := v1File(t, "cpu", kp+"/burstable", "cpu.shares"); got != "2" {
-		t.Errorf("burstable cpu.shares %s after its pod left, want 2", got)
-	}
+	checkV1Files(t, []v1Want{
+		{"cpu", kp + "/burstable", "cpu.shares", "2", "burstable cpu.shares after its pod left"},
+	})
 	// An orphan: a pod cgroup of an earlier run no one knows.
 	m2, err := New(Options{Driver: DriverCgroupfs, Root: root})
 	if err != nil {

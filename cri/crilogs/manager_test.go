@@ -16,15 +16,11 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/crilogs"
-	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
-func TestMain(m *testing.M) {
-	procruntime.MaybeRunShim()
-	testutil.Main(m, "")
-}
+func TestMain(m *testing.M) { proctest.MainQuiet(m, "") }
 
 // startRuntime serves a process runtime in a temp dir and dials it.
 func startRuntime(t *testing.T) (*cri.Client, string) {

@@ -13,16 +13,13 @@ import (
 	critesting "k8s.io/cri-api/pkg/apis/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // TestMain lets the process runtime re-execute this test binary as its
 // per-container shim.
-func TestMain(m *testing.M) {
-	procruntime.MaybeRunShim()
-	testutil.Main(m, "5")
-}
+func TestMain(m *testing.M) { proctest.MainQuiet(m, "5") }
 
 // fakes is the upstream CRI fakes as one Runtime.
 type fakes struct {

@@ -2,6 +2,8 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -175,4 +177,13 @@ func newPod(name string, containers ...string) *v1.Pod {
 		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: c, Image: "busybox:1.36"})
 	}
 	return pod
+}
+
+// wantCrashLoop fails t unless err is a CrashLoopBackOff whose message has
+// want (such as "back-off 20s").
+func wantCrashLoop(t *testing.T, err error, want string) {
+	t.Helper()
+	if !errors.Is(err, ErrCrashLoopBackOff) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want CrashLoopBackOff with %q", err, want)
+	}
 }

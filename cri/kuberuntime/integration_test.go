@@ -157,10 +157,7 @@ func TestIntegrationCrashLoopBackOff(t *testing.T) {
 	}
 	e.waitExited(t, pod, "c")
 	// Second death: back-off 10 s on the (fake) clock.
-	err := e.sync(t, pod).Error()
-	if !errors.Is(err, ErrCrashLoopBackOff) || !strings.Contains(err.Error(), "back-off 10s") {
-		t.Fatalf("error = %v, want CrashLoopBackOff 10s", err)
-	}
+	wantCrashLoop(t, e.sync(t, pod).Error(), "back-off 10s")
 	_, api := e.status(t, pod)
 	cs := api.ContainerStatuses[0]
 	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.RestartCount != 1 ||
@@ -173,9 +170,7 @@ func TestIntegrationCrashLoopBackOff(t *testing.T) {
 		t.Fatalf("restart after 10 s: %v", err)
 	}
 	e.waitExited(t, pod, "c")
-	if err := e.sync(t, pod).Error(); err == nil || !strings.Contains(err.Error(), "back-off 20s") {
-		t.Fatalf("error = %v, want back-off 20s", err)
-	}
+	wantCrashLoop(t, e.sync(t, pod).Error(), "back-off 20s")
 	_, api = e.status(t, pod)
 	if api.ContainerStatuses[0].RestartCount != 2 {
 		t.Errorf("restartCount = %d, want 2", api.ContainerStatuses[0].RestartCount)
@@ -267,9 +262,7 @@ func TestIntegrationMissingBinary(t *testing.T) {
 	if api.Phase != v1.PodPending && api.Phase != v1.PodRunning {
 		t.Errorf("phase = %s", api.Phase)
 	}
-	if !e.rec.Has("Failed") {
-		t.Error("no Failed event")
-	}
+	e.rec.Expect(t, "Failed")
 }
 
 // An operator's restart stops the instance and clears its crash back-off:

@@ -89,9 +89,7 @@ func TestKillPodRunsPreStopFirst(t *testing.T) {
 	if exec < 0 || stop < exec {
 		t.Errorf("calls %v: want ExecSync (preStop) before StopContainer", calls)
 	}
-	if !e.rec.Has("Killing") {
-		t.Error("no Killing event")
-	}
+	e.rec.Expect(t, "Killing")
 }
 
 func TestKillOrphanPod(t *testing.T) {
@@ -198,9 +196,7 @@ func TestSandboxChangedEvent(t *testing.T) {
 	if err := res.Error(); err != nil || !res.SandboxCreated || !res.PodKilled {
 		t.Fatalf("result = %+v, err %v", res, err)
 	}
-	if !e.rec.Has("SandboxChanged") {
-		t.Error("no SandboxChanged event")
-	}
+	e.rec.Expect(t, "SandboxChanged")
 	st, _ := e.status(t, pod)
 	if st.SandboxStatuses[0].Metadata.Attempt != 1 {
 		t.Errorf("new sandbox attempt = %d, want 1", st.SandboxStatuses[0].Metadata.Attempt)

@@ -79,9 +79,7 @@ func TestFailedPreStopHookStillStops(t *testing.T) {
 	if err := e.m.KillContainer(context.Background(), pod, id, "app", "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if !e.rec.Has("FailedPreStopHook") {
-		t.Error("no FailedPreStopHook event")
-	}
+	e.rec.Expect(t, "FailedPreStopHook")
 	if got, ok := e.rt.stopTimeout(id); !ok || got != 30 {
 		t.Errorf("stop timeout = %d (called %t), want 30", got, ok)
 	}

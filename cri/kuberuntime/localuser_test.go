@@ -59,7 +59,7 @@ func TestIntegrationPodFilesUnreachableByOtherUsers(t *testing.T) {
 				return nil
 			})
 			secretFile := filepath.Join(e.m.projectedPath(pod, "creds"), "password")
-			if got := read(t, secretFile); got != secret {
+			if got := testutil.ReadFile(t, secretFile); got != secret {
 				t.Fatalf("secret file = %q", got)
 			}
 			scratch := e.m.emptyDirPath(pod, "scratch")

@@ -1,15 +1,11 @@
 package kuberuntime
 
 import (
-	"os"
 	"testing"
 
-	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 )
 
 // TestMain lets the process runtime re-execute this test binary as its
 // per-container shim.
-func TestMain(m *testing.M) {
-	procruntime.MaybeRunShim()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { proctest.Main(m) }

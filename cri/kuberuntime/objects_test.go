@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // mapObjects is an in-memory ConfigMap and Secret source (the agent's is
@@ -97,7 +99,7 @@ func TestIntegrationConfigMapAndSecret(t *testing.T) {
 		}
 		return nil
 	})
-	if got := strings.TrimSpace(read(t, out)); got != "hello|pw-123|hello|unset|admin" {
+	if got := strings.TrimSpace(testutil.ReadFile(t, out)); got != "hello|pw-123|hello|unset|admin" {
 		t.Errorf("env = %q", got)
 	}
 	if !e.rec.Has("InvalidEnvironmentVariableNames") {
@@ -108,7 +110,7 @@ func TestIntegrationConfigMapAndSecret(t *testing.T) {
 		filepath.Join(cfg, "conf", "app.properties"): "mode=blue\n", filepath.Join(cfg, "greeting"): "hello",
 		filepath.Join(creds, "password"): "pw-123", filepath.Join(all, "g"): "hello", filepath.Join(all, "u"): "admin", filepath.Join(all, "name"): "cfg",
 	} {
-		if got := read(t, path); got != want {
+		if got := testutil.ReadFile(t, path); got != want {
 			t.Errorf("%s = %q, want %q", path, got, want)
 		}
 	}
@@ -123,14 +125,14 @@ func TestIntegrationConfigMapAndSecret(t *testing.T) {
 	objs.setConfigMap(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"},
 		Data: map[string]string{"greeting": "bonjour", "app.properties": "mode=green\n"}})
 	e.sync(t, pod)
-	if got := read(t, filepath.Join(cfg, "conf", "app.properties")); got != "mode=green\n" {
+	if got := testutil.ReadFile(t, filepath.Join(cfg, "conf", "app.properties")); got != "mode=green\n" {
 		t.Errorf("after the update: %q", got)
 	}
 	_, after := e.status(t, pod)
 	if after.ContainerStatuses[0].ContainerID != before.ContainerStatuses[0].ContainerID || after.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("the container was restarted by a ConfigMap change")
 	}
-	if got := strings.TrimSpace(read(t, out)); !strings.HasPrefix(got, "hello|") {
+	if got := strings.TrimSpace(testutil.ReadFile(t, out)); !strings.HasPrefix(got, "hello|") {
 		t.Errorf("env changed without a restart: %q", got)
 	}
 }

@@ -51,11 +51,7 @@ func TestSyncPodStartsFreshPod(t *testing.T) {
 			t.Errorf("container %s: state %+v ready %t id %q", cs.Name, cs.State, cs.Ready, cs.ContainerID)
 		}
 	}
-	for _, r := range []string{"Pulling", "Pulled", "Created", "Started"} {
-		if !e.rec.Has(r) {
-			t.Errorf("no %s event", r)
-		}
-	}
+	e.rec.Expect(t, "Pulling", "Pulled", "Created", "Started")
 
 	// A second pass has nothing to do.
 	calls := len(e.rt.FakeRuntimeService.GetCalls())
@@ -82,9 +78,7 @@ func TestSyncPodSandboxCreationFails(t *testing.T) {
 	if n := e.rt.count("CreateContainer"); n != 0 {
 		t.Errorf("CreateContainer calls = %d, want 0", n)
 	}
-	if !e.rec.Has("FailedCreatePodSandBox") {
-		t.Error("no FailedCreatePodSandBox event")
-	}
+	e.rec.Expect(t, "FailedCreatePodSandBox")
 }
 
 func TestSyncPodImagePullBackOff(t *testing.T) {
@@ -184,10 +178,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 
 	// Second death: within 10 s → CrashLoopBackOff.
 	crash()
-	err := e.sync(t, pod, nil).Error()
-	if !errors.Is(err, ErrCrashLoopBackOff) || !strings.Contains(err.Error(), "back-off 10s restarting failed container=app") {
-		t.Fatalf("error = %v, want back-off 10s", err)
-	}
+	wantCrashLoop(t, e.sync(t, pod, nil).Error(), "back-off 10s restarting failed container=app")
 	_, api = e.status(t, pod)
 	cs := api.ContainerStatuses[0]
 	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.LastTerminationState.Terminated == nil {
@@ -199,9 +190,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	if end := e.m.BackOffs(pod.UID)["app"]; end.IsZero() {
 		t.Error("BackOffs has no entry for app")
 	}
-	if !e.rec.Has("BackOff") {
-		t.Error("no BackOff event")
-	}
+	e.rec.Expect(t, "BackOff")
 
 	e.clock.Step(11 * time.Second)
 	if err := e.sync(t, pod, nil).Error(); err != nil {
@@ -209,9 +198,7 @@ func TestCrashLoopBackOff(t *testing.T) {
 	}
 	// Third death: the back-off doubled.
 	crash()
-	if err := e.sync(t, pod, nil).Error(); err == nil || !strings.Contains(err.Error(), "back-off 20s") {
-		t.Fatalf("error = %v, want back-off 20s", err)
-	}
+	wantCrashLoop(t, e.sync(t, pod, nil).Error(), "back-off 20s")
 	_, api = e.status(t, pod)
 	if api.ContainerStatuses[0].RestartCount != 2 {
 		t.Errorf("restartCount = %d, want 2", api.ContainerStatuses[0].RestartCount)
@@ -240,9 +227,7 @@ func TestLivenessFailureRestartsContainer(t *testing.T) {
 	if got := len(e.rt.containerIDs("app")); got != 2 {
 		t.Errorf("app instances = %d, want 2", got)
 	}
-	if !e.rec.Has("Killing") {
-		t.Error("no Killing event")
-	}
+	e.rec.Expect(t, "Killing")
 }
 
 func TestPostStartHookFailureKillsContainer(t *testing.T) {
@@ -262,9 +247,7 @@ func TestPostStartHookFailureKillsContainer(t *testing.T) {
 	if _, ok := e.rt.stopTimeout(ids[0]); !ok {
 		t.Error("container was not killed after its postStart hook failed")
 	}
-	if !e.rec.Has("FailedPostStartHook") {
-		t.Error("no FailedPostStartHook event")
-	}
+	e.rec.Expect(t, "FailedPostStartHook")
 }
 
 func TestSyncPodInitContainersInOrder(t *testing.T) {

@@ -37,10 +37,10 @@ func TestIntegrationDownwardAPIVolume(t *testing.T) {
 		return nil
 	})
 	dir := e.m.projectedPath(pod, "podinfo")
-	if got := read(t, filepath.Join(dir, "labels")); got != "app=\"info\"\nversion=\"1\"" {
+	if got := testutil.ReadFile(t, filepath.Join(dir, "labels")); got != "app=\"info\"\nversion=\"1\"" {
 		t.Errorf("labels = %q", got)
 	}
-	if got := read(t, filepath.Join(dir, "name")); got != "info" {
+	if got := testutil.ReadFile(t, filepath.Join(dir, "name")); got != "info" {
 		t.Errorf("name = %q", got)
 	}
 	st, _ := e.status(t, pod)
@@ -58,18 +58,9 @@ func TestIntegrationDownwardAPIVolume(t *testing.T) {
 
 	pod.Labels["version"] = "2"
 	e.sync(t, pod)
-	if got := read(t, filepath.Join(dir, "labels")); got != "app=\"info\"\nversion=\"2\"" {
+	if got := testutil.ReadFile(t, filepath.Join(dir, "labels")); got != "app=\"info\"\nversion=\"2\"" {
 		t.Errorf("labels after the change = %q", got)
 	}
-}
-
-func read(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	return string(b)
 }
 
 func TestEnvResourceFieldRef(t *testing.T) {

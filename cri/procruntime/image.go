@@ -176,16 +176,17 @@ func (r *Runtime) PullImage(ctx context.Context, req *runtimeapi.PullImageReques
 
 // ImageStatus reports the image, or an empty response if it is absent.
 func (r *Runtime) ImageStatus(ctx context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
-	if req.GetImage().GetImage() == "" {
-		return nil, status.Error(codes.InvalidArgument, "image.image: must not be empty")
+	resp := &runtimeapi.ImageStatusResponse{}
+	err := r.withImage(req.GetImage(), func(img *imageRecord) error {
+		if img != nil {
+			resp.Image = toImage(img)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	img := r.findImageLocked(req.GetImage().GetImage())
-	if img == nil {
-		return &runtimeapi.ImageStatusResponse{}, nil
-	}
-	return &runtimeapi.ImageStatusResponse{Image: toImage(img)}, nil
+	return resp, nil
 }
 
 // ListImages lists images, filtered by name or ID.
@@ -209,20 +210,31 @@ func (r *Runtime) ListImages(ctx context.Context, req *runtimeapi.ListImagesRequ
 
 // RemoveImage forgets the image; an absent image is fine.
 func (r *Runtime) RemoveImage(ctx context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
-	if req.GetImage().GetImage() == "" {
-		return nil, status.Error(codes.InvalidArgument, "image.image: must not be empty")
+	err := r.withImage(req.GetImage(), func(img *imageRecord) error {
+		if img == nil {
+			return nil
+		}
+		if err := os.Remove(r.imagePath(img.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return status.Errorf(codes.Internal, "remove image %q: %v", img.Name, err)
+		}
+		delete(r.images, img.ID)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.RemoveImageResponse{}, nil
+}
+
+// withImage runs fn under mu with the pulled image spec names, nil if
+// there is none; a spec naming no image is refused.
+func (r *Runtime) withImage(spec *runtimeapi.ImageSpec, fn func(*imageRecord) error) error {
+	if spec.GetImage() == "" {
+		return status.Error(codes.InvalidArgument, "image.image: must not be empty")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	img := r.findImageLocked(req.GetImage().GetImage())
-	if img == nil {
-		return &runtimeapi.RemoveImageResponse{}, nil
-	}
-	if err := os.Remove(r.imagePath(img.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, status.Errorf(codes.Internal, "remove image %q: %v", img.Name, err)
-	}
-	delete(r.images, img.ID)
-	return &runtimeapi.RemoveImageResponse{}, nil
+	return fn(r.findImageLocked(spec.GetImage()))
 }
 
 // containerImageLocked is the pulled image a container is created from;

@@ -11,16 +11,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func read(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	return string(b)
-}
+	"github.com/actorlet/actorlet/test/testutil"
+)
 
 func TestWriteSwapsDataAtomically(t *testing.T) {
 	dir := t.TempDir()
@@ -28,7 +21,7 @@ func TestWriteSwapsDataAtomically(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("Write = %v, %v", changed, err)
 	}
-	if read(t, filepath.Join(dir, "a")) != "1" || read(t, filepath.Join(dir, "sub", "b")) != "2" {
+	if testutil.ReadFile(t, filepath.Join(dir, "a")) != "1" || testutil.ReadFile(t, filepath.Join(dir, "sub", "b")) != "2" {
 		t.Fatal("content not visible")
 	}
 	if target, _ := os.Readlink(filepath.Join(dir, "a")); target != filepath.Join(DataDir, "a") {
@@ -48,7 +41,7 @@ func TestWriteSwapsDataAtomically(t *testing.T) {
 	if _, err := Write(dir, map[string]File{"a": {Data: []byte("one"), Mode: 0o644}, "c": {Data: []byte("3"), Mode: 0o644}}); err != nil {
 		t.Fatal(err)
 	}
-	if read(t, filepath.Join(dir, "a")) != "one" || read(t, filepath.Join(dir, "c")) != "3" {
+	if testutil.ReadFile(t, filepath.Join(dir, "a")) != "one" || testutil.ReadFile(t, filepath.Join(dir, "c")) != "3" {
 		t.Error("update not visible")
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "sub")); !os.IsNotExist(err) {

@@ -231,16 +231,20 @@ func validateObjectMeta(name, namespace string) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name, msg))
 		}
 	}
-	for _, msg := range utilvalidation.IsDNS1123Label(namespace) {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "namespace"), namespace, msg))
-	}
+	errs = append(errs, invalidEach(field.NewPath("metadata", "namespace"), namespace, utilvalidation.IsDNS1123Label(namespace))...)
 	return errs
 }
 
 func validateKey(p *field.Path, k string) field.ErrorList {
+	return invalidEach(p, k, utilvalidation.IsConfigMapKey(k))
+}
+
+// invalidEach is one Invalid error on p for each message a utilvalidation
+// check returned about value (none when it passed).
+func invalidEach(p *field.Path, value any, msgs []string) field.ErrorList {
 	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsConfigMapKey(k) {
-		errs = append(errs, field.Invalid(p, k, msg))
+	for _, msg := range msgs {
+		errs = append(errs, field.Invalid(p, value, msg))
 	}
 	return errs
 }

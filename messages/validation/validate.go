@@ -40,16 +40,12 @@ func validateMeta(pod *v1.Pod, path *field.Path) field.ErrorList {
 	if pod.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), "a pod needs a name"))
 	} else {
-		for _, msg := range utilvalidation.IsDNS1123Subdomain(pod.Name) {
-			errs = append(errs, field.Invalid(path.Child("name"), pod.Name, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("name"), pod.Name, utilvalidation.IsDNS1123Subdomain(pod.Name))...)
 	}
 	if pod.Namespace == "" {
 		errs = append(errs, field.Required(path.Child("namespace"), "call SetDefaults to use \"default\""))
 	} else {
-		for _, msg := range utilvalidation.IsDNS1123Label(pod.Namespace) {
-			errs = append(errs, field.Invalid(path.Child("namespace"), pod.Namespace, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("namespace"), pod.Namespace, utilvalidation.IsDNS1123Label(pod.Namespace))...)
 	}
 	if g := pod.DeletionGracePeriodSeconds; g != nil && *g < 0 {
 		errs = append(errs, field.Invalid(path.Child("deletionGracePeriodSeconds"), *g, "must be >= 0"))
@@ -129,17 +125,13 @@ func validateGroups(sc *v1.PodSecurityContext, path *field.Path) field.ErrorList
 	n := len(sc.SupplementalGroups)
 	if sc.FSGroup != nil {
 		n++
-		for _, msg := range utilvalidation.IsValidGroupID(*sc.FSGroup) {
-			errs = append(errs, field.Invalid(path.Child("fsGroup"), *sc.FSGroup, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("fsGroup"), *sc.FSGroup, utilvalidation.IsValidGroupID(*sc.FSGroup))...)
 	}
 	if n > MaxSupplementalGroups {
 		return append(errs, field.TooMany(path.Child("supplementalGroups"), n, MaxSupplementalGroups))
 	}
 	for i, g := range sc.SupplementalGroups {
-		for _, msg := range utilvalidation.IsValidGroupID(g) {
-			errs = append(errs, field.Invalid(path.Child("supplementalGroups").Index(i), g, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("supplementalGroups").Index(i), g, utilvalidation.IsValidGroupID(g))...)
 	}
 	return errs
 }
@@ -172,9 +164,7 @@ func validateContainer(c *v1.Container, path *field.Path, names, volumes sets.Se
 			[]v1.PullPolicy{v1.PullAlways, v1.PullIfNotPresent, v1.PullNever}))
 	}
 	for i, e := range c.Env {
-		for _, msg := range utilvalidation.IsEnvVarName(e.Name) {
-			errs = append(errs, field.Invalid(path.Child("env").Index(i).Child("name"), e.Name, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("env").Index(i).Child("name"), e.Name, utilvalidation.IsEnvVarName(e.Name))...)
 	}
 	for i, m := range c.VolumeMounts {
 		p := path.Child("volumeMounts").Index(i)
@@ -208,21 +198,15 @@ func validatePorts(ports []v1.ContainerPort, path *field.Path) field.ErrorList {
 	for i, port := range ports {
 		p := path.Index(i)
 		if port.Name != "" {
-			for _, msg := range utilvalidation.IsValidPortName(port.Name) {
-				errs = append(errs, field.Invalid(p.Child("name"), port.Name, msg))
-			}
+			errs = append(errs, invalidEach(p.Child("name"), port.Name, utilvalidation.IsValidPortName(port.Name))...)
 			if names.Has(port.Name) {
 				errs = append(errs, field.Duplicate(p.Child("name"), port.Name))
 			}
 			names.Insert(port.Name)
 		}
-		for _, msg := range utilvalidation.IsValidPortNum(int(port.ContainerPort)) {
-			errs = append(errs, field.Invalid(p.Child("containerPort"), port.ContainerPort, msg))
-		}
+		errs = append(errs, invalidEach(p.Child("containerPort"), port.ContainerPort, utilvalidation.IsValidPortNum(int(port.ContainerPort)))...)
 		if port.HostPort != 0 {
-			for _, msg := range utilvalidation.IsValidPortNum(int(port.HostPort)) {
-				errs = append(errs, field.Invalid(p.Child("hostPort"), port.HostPort, msg))
-			}
+			errs = append(errs, invalidEach(p.Child("hostPort"), port.HostPort, utilvalidation.IsValidPortNum(int(port.HostPort)))...)
 		}
 		switch port.Protocol {
 		case v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP:
@@ -239,9 +223,7 @@ func validateResources(r *v1.ResourceRequirements, path *field.Path) field.Error
 	check := func(list v1.ResourceList, p *field.Path) {
 		for name, q := range list {
 			np := p.Key(string(name))
-			for _, msg := range utilvalidation.IsQualifiedName(string(name)) {
-				errs = append(errs, field.Invalid(np, string(name), msg))
-			}
+			errs = append(errs, invalidEach(np, string(name), utilvalidation.IsQualifiedName(string(name)))...)
 			if q.Sign() < 0 {
 				errs = append(errs, field.Invalid(np, q.String(), "must be greater than or equal to 0"))
 			}
@@ -288,9 +270,7 @@ func validateProbe(probe *v1.Probe, path *field.Path, mustSucceedOnce bool) fiel
 	}
 	if h.GRPC != nil {
 		handlers++
-		for _, msg := range utilvalidation.IsValidPortNum(int(h.GRPC.Port)) {
-			errs = append(errs, field.Invalid(path.Child("grpc", "port"), h.GRPC.Port, msg))
-		}
+		errs = append(errs, invalidEach(path.Child("grpc", "port"), h.GRPC.Port, utilvalidation.IsValidPortNum(int(h.GRPC.Port)))...)
 	}
 	switch {
 	case handlers == 0:
@@ -334,17 +314,9 @@ func validateProbePort(port intstr.IntOrString, path *field.Path) field.ErrorLis
 	} else {
 		msgs = utilvalidation.IsValidPortNum(port.IntValue())
 	}
-	var errs field.ErrorList
-	for _, msg := range msgs {
-		errs = append(errs, field.Invalid(path, port.String(), msg))
-	}
-	return errs
+	return invalidEach(path, port.String(), msgs)
 }
 
 func dnsLabel(path *field.Path, value string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range utilvalidation.IsDNS1123Label(value) {
-		errs = append(errs, field.Invalid(path, value, msg))
-	}
-	return errs
+	return invalidEach(path, value, utilvalidation.IsDNS1123Label(value))
 }

@@ -174,14 +174,7 @@ func TestLogsFollowEndsWhenContainerExits(t *testing.T) {
 	exited := testPod("default", "web", "u1", "app")
 	exited.Status.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}
 	fake.setPods(exited)
-	select {
-	case reason := <-done:
-		if reason != wire.EndedExited {
-			t.Fatalf("follow ended with %q, want %q", reason, wire.EndedExited)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("follow did not end after the container exited")
-	}
+	wantEnded(t, done, wire.EndedExited, "follow", "after the container exited")
 	if got := out.String(); got != "first\nsecond\nlast\n" {
 		t.Fatalf("followed log = %q", got)
 	}
@@ -215,13 +208,20 @@ func TestLogsFollowStopsWhenClientGoesAway(t *testing.T) {
 	}
 	// The container stays silent and running: the keep-alive finds the
 	// client gone and the node's follow stops.
+	wantEnded(t, ended, wire.EndedClientGone, "service follow", "after the client went away")
+}
+
+// wantEnded waits up to 5 s for the end reason of what on ch and fails t
+// unless it is want; after says what should have ended it.
+func wantEnded(t *testing.T, ch <-chan string, want, what, after string) {
+	t.Helper()
 	select {
-	case r := <-ended:
-		if r != wire.EndedClientGone {
-			t.Fatalf("service follow ended with %q, want %q", r, wire.EndedClientGone)
+	case r := <-ch:
+		if r != want {
+			t.Fatalf("%s ended with %q, want %q", what, r, want)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("service kept following after the client went away")
+		t.Fatalf("%s did not end %s", what, after)
 	}
 }
 

@@ -27,12 +27,7 @@ func (w *sessionWriter) Write(p []byte) (int, error) {
 		}
 		room := ss.opts.Buffer - ss.outBytes
 		if room <= 0 {
-			wait := ss.changed
-			ss.mu.Unlock()
-			select {
-			case <-wait:
-			case <-ss.ctx.Done():
-			}
+			ss.awaitChange(ss.ctx.Done())
 			continue
 		}
 		n := min(room, len(p)-written)
@@ -44,6 +39,19 @@ func (w *sessionWriter) Write(p []byte) (int, error) {
 		ss.mu.Unlock()
 	}
 	return written, nil
+}
+
+// awaitChange releases mu, which the caller holds, and waits until the
+// session changes (notify) or done is closed; false if done was.
+func (ss *session) awaitChange(done <-chan struct{}) bool {
+	wait := ss.changed
+	ss.mu.Unlock()
+	select {
+	case <-wait:
+		return true
+	case <-done:
+		return false
+	}
 }
 
 // sessionReader hands the client's input to the runtime.
@@ -67,12 +75,7 @@ func (r *sessionReader) Read(p []byte) (int, error) {
 			ss.mu.Unlock()
 			return 0, io.EOF
 		}
-		wait := ss.changed
-		ss.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ss.ctx.Done():
-		}
+		ss.awaitChange(ss.ctx.Done())
 	}
 }
 
@@ -116,11 +119,7 @@ func (ss *session) write(stop context.Context, seq uint64, data []byte, eof bool
 			ss.mu.Unlock()
 			return nil
 		}
-		wait := ss.changed
-		ss.mu.Unlock()
-		select {
-		case <-wait:
-		case <-stop.Done():
+		if !ss.awaitChange(stop.Done()) {
 			return &wire.Error{Code: wire.CodeInternal, Description: "node is shutting down"}
 		}
 	}
@@ -152,11 +151,6 @@ func (ss *session) nextSize() *wire.TerminalSize {
 			ss.mu.Unlock()
 			return nil
 		}
-		wait := ss.changed
-		ss.mu.Unlock()
-		select {
-		case <-wait:
-		case <-ss.ctx.Done():
-		}
+		ss.awaitChange(ss.ctx.Done())
 	}
 }

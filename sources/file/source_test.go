@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,29 +23,19 @@ const node = "Node-1"
 
 // snapshots records what a source sends.
 type snapshots struct {
-	mu  sync.Mutex
-	all []messages.PodUpdate
+	testutil.Collector[messages.PodUpdate]
 }
 
-func (s *snapshots) out(u messages.PodUpdate) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.all = append(s.all, u)
-}
+func (s *snapshots) out(u messages.PodUpdate) { s.Add(u) }
 
-func (s *snapshots) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.all)
-}
+func (s *snapshots) count() int { return s.Len() }
 
 func (s *snapshots) last() (messages.PodUpdate, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.all) == 0 {
+	all := s.All()
+	if len(all) == 0 {
 		return messages.PodUpdate{}, false
 	}
-	return s.all[len(s.all)-1], true
+	return all[len(all)-1], true
 }
 
 // names is the sorted pod names of the latest snapshot.

@@ -17,23 +17,12 @@ import (
 
 // sink records what the mux emits.
 type sink struct {
-	mu      sync.Mutex
-	updates []messages.PodUpdate
+	testutil.Collector[messages.PodUpdate]
 }
 
-func (s *sink) out(u messages.PodUpdate) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.updates = append(s.updates, u)
-}
+func (s *sink) out(u messages.PodUpdate) { s.Add(u) }
 
-func (s *sink) take() []messages.PodUpdate {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	u := s.updates
-	s.updates = nil
-	return u
-}
+func (s *sink) take() []messages.PodUpdate { return s.Take() }
 
 // summary renders updates as "OP:uid,uid" for compact comparison.
 func summary(us []messages.PodUpdate) []string {

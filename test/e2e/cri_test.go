@@ -45,19 +45,18 @@ type runtimePod struct {
 }
 
 func (p runtimePod) readySandboxes() int {
-	n := 0
-	for _, s := range p.sandboxes {
-		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			n++
-		}
-	}
-	return n
+	return count(p.sandboxes, func(s *runtimeapi.PodSandbox) bool { return s.State == runtimeapi.PodSandboxState_SANDBOX_READY })
 }
 
 func (p runtimePod) runningContainers() int {
+	return count(p.containers, func(c *runtimeapi.Container) bool { return c.State == runtimeapi.ContainerState_CONTAINER_RUNNING })
+}
+
+// count is how many of xs match.
+func count[T any](xs []T, match func(T) bool) int {
 	n := 0
-	for _, c := range p.containers {
-		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+	for _, x := range xs {
+		if match(x) {
 			n++
 		}
 	}

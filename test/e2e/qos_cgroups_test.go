@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/actorlet/actorlet/cri/cm"
+	"github.com/actorlet/actorlet/test/testenv"
 )
 
 // QoS cgroups on containerd (cgroupfs, cgroup v1 on the test machine): each
@@ -28,18 +29,7 @@ func TestQOSCgroups(t *testing.T) {
 		t.Skipf("QoS cgroups unavailable: %v", err)
 	}
 	root := "/actorlet-e2e-qos-" + runID
-	t.Cleanup(func() { // registered first: runs after the agent's cleanup
-		m, err := cm.New(cm.Options{Driver: cm.DriverCgroupfs, Root: root})
-		if err == nil {
-			err = m.Destroy()
-		}
-		if err != nil {
-			t.Errorf("remove the run's cgroups: %v", err)
-		}
-		if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", root)); len(left) > 0 {
-			t.Errorf("cgroups left: %v", left)
-		}
-	})
+	testenv.CgroupRoot(t, root) // registered first: runs after the agent's cleanup
 	a := startAgent(t, agentOptions{args: []string{"--cgroups-per-qos=true", "--cgroup-root", root, "--cgroup-driver", "cgroupfs"}})
 
 	withResources := func(p *v1.Pod, r v1.ResourceRequirements) *v1.Pod {
@@ -58,14 +48,7 @@ func TestQOSCgroups(t *testing.T) {
 	besteffort := shPod("qos-besteffort", "sleep 3600")
 	a.apply(t, guaranteed, burstable, besteffort)
 
-	read := func(ctrl, p, file string) string {
-		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", ctrl, p, file))
-		if err != nil {
-			t.Errorf("read %s: %v", file, err)
-			return ""
-		}
-		return strings.TrimSpace(string(b))
-	}
+	read := func(ctrl, p, file string) string { return testenv.ReadCgroupV1(t, ctrl, p, file) }
 	kp := root + "/kubepods"
 	pods := map[string]string{}
 	for name, parent := range map[string]string{"qos-guaranteed": kp, "qos-burstable": kp + "/burstable", "qos-besteffort": kp + "/besteffort"} {
@@ -82,18 +65,12 @@ func TestQOSCgroups(t *testing.T) {
 			t.Errorf("%s: no process in %s/%s", name, pods[name], id)
 		}
 	}
-	if got := read("memory", pods["qos-guaranteed"], "memory.limit_in_bytes"); got != strconv.Itoa(128<<20) {
-		t.Errorf("guaranteed pod memory limit %s", got)
-	}
-	if got := read("cpu", pods["qos-guaranteed"], "cpu.cfs_quota_us"); got != "50000" {
-		t.Errorf("guaranteed pod cpu quota %s", got)
-	}
-	if got := read("cpu", pods["qos-burstable"], "cpu.shares"); got != "256" {
-		t.Errorf("burstable pod cpu.shares %s", got)
-	}
-	if got := read("cpu", pods["qos-besteffort"], "cpu.shares"); got != "2" {
-		t.Errorf("besteffort pod cpu.shares %s", got)
-	}
+	testenv.CheckCgroupV1(t, []testenv.CgroupV1Want{
+		{Ctrl: "memory", Path: pods["qos-guaranteed"], File: "memory.limit_in_bytes", Want: strconv.Itoa(128 << 20), What: "guaranteed pod memory limit"},
+		{Ctrl: "cpu", Path: pods["qos-guaranteed"], File: "cpu.cfs_quota_us", Want: "50000", What: "guaranteed pod cpu quota"},
+		{Ctrl: "cpu", Path: pods["qos-burstable"], File: "cpu.shares", Want: "256", What: "burstable pod cpu.shares"},
+		{Ctrl: "cpu", Path: pods["qos-besteffort"], File: "cpu.shares", Want: "2", What: "besteffort pod cpu.shares"},
+	})
 
 	for name := range pods {
 		a.mustCtl(t, "delete", "pod", name, "-n", namespace, "--wait")

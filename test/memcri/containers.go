@@ -33,21 +33,27 @@ func (r *Runtime) CreateContainer(_ context.Context, sandboxID string, config *r
 }
 
 func (r *Runtime) StartContainer(_ context.Context, id string) error {
-	r.calls.Add(1)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c, err := r.container(id)
-	if err != nil {
-		return err
-	}
-	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
-		return status.Errorf(codes.FailedPrecondition, "container %q is %s, not created", id, c.state)
-	}
-	c.state, c.startedAt = runtimeapi.ContainerState_CONTAINER_RUNNING, time.Now().UnixNano()
-	return nil
+	return r.changeContainer(id, func(c *memContainer) error {
+		if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+			return status.Errorf(codes.FailedPrecondition, "container %q is %s, not created", id, c.state)
+		}
+		c.state, c.startedAt = runtimeapi.ContainerState_CONTAINER_RUNNING, time.Now().UnixNano()
+		return nil
+	})
 }
 
 func (r *Runtime) StopContainer(_ context.Context, id string, _ int64) error {
+	return r.changeContainer(id, func(c *memContainer) error {
+		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			r.exit(c, 137, time.Now().UnixNano())
+		}
+		return nil
+	})
+}
+
+// changeContainer counts a call and runs change on container id under
+// r.mu; NotFound if there is no such container.
+func (r *Runtime) changeContainer(id string, change func(*memContainer) error) error {
 	r.calls.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -55,10 +61,7 @@ func (r *Runtime) StopContainer(_ context.Context, id string, _ int64) error {
 	if err != nil {
 		return err
 	}
-	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-		r.exit(c, 137, time.Now().UnixNano())
-	}
-	return nil
+	return change(c)
 }
 
 // container returns the container id, or NotFound; r.mu is held.

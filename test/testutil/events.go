@@ -3,6 +3,7 @@ package testutil
 import (
 	"fmt"
 	"sync"
+	"testing"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -54,4 +55,15 @@ func (r *Recorder) Has(reason string) bool {
 		}
 	}
 	return false
+}
+
+// Expect reports with t.Errorf each of reasons no recorded event has,
+// with the events that were recorded.
+func (r *Recorder) Expect(t testing.TB, reasons ...string) {
+	t.Helper()
+	for _, reason := range reasons {
+		if !r.Has(reason) {
+			t.Errorf("no %s event; recorded: %q", reason, r.Lines())
+		}
+	}
 }

@@ -19,3 +19,14 @@ func WriteFile(t testing.TB, dir, name, content string) string {
 	}
 	return p
 }
+
+// ReadFile is the content of the file at path; it fails t when the file
+// cannot be read.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return string(b)
+}

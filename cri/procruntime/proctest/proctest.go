@@ -16,6 +16,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/testutil"
 )
 
 // Start starts a process runtime keeping its state in rootDir, serving on
@@ -81,4 +82,20 @@ func KillHolder(t testing.TB, c *cri.Client, sandboxID string) {
 	if err := syscall.Kill(info.Pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the holder of sandbox %s: %v", sandboxID, err)
 	}
+}
+
+// Main is the TestMain of a package whose tests start a process runtime:
+// the test binary, re-executed by the runtime as a container's shim, runs
+// the shim (procruntime.MaybeRunShim); otherwise it runs the tests and
+// exits with their result.
+func Main(m *testing.M) {
+	procruntime.MaybeRunShim()
+	os.Exit(m.Run())
+}
+
+// MainQuiet is Main with klog kept quiet unless -v
+// (testutil.Main with verbosity).
+func MainQuiet(m *testing.M, verbosity string) {
+	procruntime.MaybeRunShim()
+	testutil.Main(m, verbosity)
 }

@@ -50,19 +50,6 @@ func NodePermissions(node string) jwt.Permissions {
 		"$JS.API.STREAM.INFO."+wire.EventsStream,
 		"$JS.API.STREAM.INFO."+ConfigMapsStream,
 		"$JS.API.STREAM.INFO."+SecretsStream,
-		// Its own consumers, never another's; no CREATE/DELETE.
-		"$JS.API.CONSUMER.INFO."+DesiredStream+"."+desired,
-		"$JS.API.CONSUMER.MSG.NEXT."+DesiredStream+"."+desired,
-		"$JS.API.CONSUMER.RESET."+DesiredStream+"."+desired,
-		"$JS.API.CONSUMER.INFO."+StatusStream+"."+status,
-		"$JS.API.CONSUMER.MSG.NEXT."+StatusStream+"."+status,
-		"$JS.API.CONSUMER.RESET."+StatusStream+"."+status,
-		"$JS.API.CONSUMER.INFO."+ConfigMapsStream+"."+objects,
-		"$JS.API.CONSUMER.MSG.NEXT."+ConfigMapsStream+"."+objects,
-		"$JS.API.CONSUMER.RESET."+ConfigMapsStream+"."+objects,
-		"$JS.API.CONSUMER.INFO."+SecretsStream+"."+objects,
-		"$JS.API.CONSUMER.MSG.NEXT."+SecretsStream+"."+objects,
-		"$JS.API.CONSUMER.RESET."+SecretsStream+"."+objects,
 		// Direct gets of its own keys only (the subject form names the key).
 		"$JS.API.DIRECT.GET."+DesiredStream+".$KV."+wire.DesiredBucket+".node."+n+".>",
 		"$JS.API.DIRECT.GET."+StatusStream+".$KV."+wire.StatusBucket+"."+n+".>",
@@ -74,10 +61,26 @@ func NodePermissions(node string) jwt.Permissions {
 		wire.StatusSubjectPrefix+"."+n+".>",
 		wire.EventSubjectPrefix+"."+n+".>",
 	)
+	// Its own consumers, never another's; no CREATE/DELETE.
+	p.Pub.Allow.Add(consumerUse(DesiredStream, desired)...)
+	p.Pub.Allow.Add(consumerUse(StatusStream, status)...)
+	p.Pub.Allow.Add(consumerUse(ConfigMapsStream, objects)...)
+	p.Pub.Allow.Add(consumerUse(SecretsStream, objects)...)
 	p.Sub.Allow.Add(NodeInboxPrefix(node) + ".>")
 	p.Sub.Allow.Add(nodeCommandSubjects(node)...)
 	p.Resp = &jwt.ResponsePermission{MaxMsgs: -1, Expires: ResponseWindow}
 	return p
+}
+
+// consumerUse is the JetStream API subjects that use the existing consumer
+// of stream (its info, next message and reset), and nothing that creates
+// or deletes one.
+func consumerUse(stream, consumer string) []string {
+	return []string{
+		"$JS.API.CONSUMER.INFO." + stream + "." + consumer,
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer,
+		"$JS.API.CONSUMER.RESET." + stream + "." + consumer,
+	}
 }
 
 // nodeCommandSubjects are what a node (or an edge node's uplink) receives

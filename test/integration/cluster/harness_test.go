@@ -13,7 +13,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/actorlet/actorlet/bus"
@@ -132,22 +131,7 @@ func eventually(t *testing.T, what string, cond func() error) {
 }
 
 // podJSON is a one-container pod as an operator writes it.
-func podJSON(name string) []byte {
-	grace := int64(1)
-	p := &v1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: v1.PodSpec{
-			TerminationGracePeriodSeconds: &grace,
-			Containers:                    []v1.Container{{Name: "c", Image: "test/sleep:1", Command: []string{"sleep", "3600"}, ImagePullPolicy: v1.PullIfNotPresent}},
-		},
-	}
-	data, err := json.Marshal(p)
-	if err != nil {
-		panic(err)
-	}
-	return data
-}
+func podJSON(name string) []byte { return podJSONImage(name, "test/sleep:1") }
 
 // podRef names a pod on a node.
 type podRef struct{ node, name string }

@@ -133,25 +133,39 @@ func (f *fleet) forwardGet(t *testing.T, pod string, remote int) string {
 	return forwardGet(t, p, remote)
 }
 
-// forwardGet GETs / through the running port-forward p to remote.
-func forwardGet(t *testing.T, p *cliproc.Proc, remote int) string {
+// forwardedAddr waits for the running port-forward p to print its
+// "Forwarding from" line (to the remote port, any when "") and returns the
+// local address it listens on.
+func forwardedAddr(t *testing.T, p *cliproc.Proc, remote string) string {
 	t.Helper()
-	re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> ` + strconv.Itoa(remote))
-	var body string
+	re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> ` + regexp.QuoteMeta(remote))
+	var local string
 	eventually(t, waitFor, func() error {
 		m := re.FindStringSubmatch(p.Out.String())
 		if m == nil {
 			return fmt.Errorf("no forwarding line yet: %q %q", p.Out.String(), p.Err.String())
 		}
+		local = m[1]
+		return nil
+	})
+	return local
+}
+
+// forwardGet GETs / through the running port-forward p to remote.
+func forwardGet(t *testing.T, p *cliproc.Proc, remote int) string {
+	t.Helper()
+	local := forwardedAddr(t, p, strconv.Itoa(remote))
+	var body string
+	eventually(t, waitFor, func() error {
 		c := http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Get("http://" + m[1] + "/")
+		resp, err := c.Get("http://" + local + "/")
 		if err != nil {
 			return err
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		if err != nil || resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s %q %v", m[1], resp.Status, b, err)
+			return fmt.Errorf("GET %s: %s %q %v", local, resp.Status, b, err)
 		}
 		body = string(b)
 		return nil

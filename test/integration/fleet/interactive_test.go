@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -151,16 +150,7 @@ spec:
 
 	t.Run("port-forward", func(t *testing.T) {
 		p := f.startCtl(t, nil, nil, "port-forward", "int-tcp", ":"+strconv.Itoa(echoPort))
-		var local string
-		re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> ` + strconv.Itoa(echoPort))
-		eventually(t, waitFor, func() error {
-			m := re.FindStringSubmatch(p.Out.String())
-			if m == nil {
-				return fmt.Errorf("no forwarding line yet: %q %q", p.Out.String(), p.Err.String())
-			}
-			local = m[1]
-			return nil
-		})
+		local := forwardedAddr(t, p, strconv.Itoa(echoPort))
 		for i := range 3 {
 			// The pod's server may still be starting: retry the first
 			// exchange until it answers.
@@ -198,16 +188,7 @@ spec:
 		port := closed.Addr().(*net.TCPAddr).Port
 		_ = closed.Close()
 		p := f.startCtl(t, nil, nil, "port-forward", "int-tcp", "0:"+strconv.Itoa(port))
-		re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> `)
-		var local string
-		eventually(t, waitFor, func() error {
-			m := re.FindStringSubmatch(p.Out.String())
-			if m == nil {
-				return fmt.Errorf("no forwarding line yet: %q %q", p.Out.String(), p.Err.String())
-			}
-			local = m[1]
-			return nil
-		})
+		local := forwardedAddr(t, p, "")
 		c, err := net.DialTimeout("tcp", local, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)

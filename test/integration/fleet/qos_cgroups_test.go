@@ -13,6 +13,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri/cm"
 	"github.com/actorlet/actorlet/node/agent"
+	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -32,18 +33,7 @@ func testQOSCgroups(t *testing.T, f *fleet) {
 	root := "/actorlet-qos-test-" + strconv.Itoa(os.Getpid())
 	// Registered first: runs last, after the agent and the runtime (and so
 	// every container) are gone.
-	t.Cleanup(func() {
-		m, err := cm.New(cm.Options{Driver: cm.DriverCgroupfs, Root: root})
-		if err == nil {
-			err = m.Destroy()
-		}
-		if err != nil {
-			t.Errorf("remove the test's cgroups: %v", err)
-		}
-		if left, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", root)); len(left) > 0 {
-			t.Errorf("cgroups left: %v", left)
-		}
-	})
+	testenv.CgroupRoot(t, root)
 	n := f.startNodeOn(t, "qos-n1", nil, func(c *agent.Config) {
 		c.CgroupsPerQOS = true
 		c.CgroupRoot = root
@@ -57,14 +47,7 @@ func testQOSCgroups(t *testing.T, f *fleet) {
 	f.mustCtl(t, "apply", "-f", res("burstable", "      requests:\n        cpu: 250m\n        memory: 32Mi\n      limits:\n        memory: 64Mi\n"), "--node", n.name)
 	f.mustCtl(t, "apply", "-f", res("besteffort", "      {}\n"), "--node", n.name)
 
-	read := func(ctrl, p, file string) string {
-		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", ctrl, p, file))
-		if err != nil {
-			t.Errorf("read %s: %v", file, err)
-			return ""
-		}
-		return strings.TrimSpace(string(b))
-	}
+	read := func(ctrl, p, file string) string { return testenv.ReadCgroupV1(t, ctrl, p, file) }
 	kp := root + "/kubepods"
 	pods := map[string]string{}
 	for name, parent := range map[string]string{"guaranteed": kp, "burstable": kp + "/burstable", "besteffort": kp + "/besteffort"} {
@@ -81,24 +64,14 @@ func testQOSCgroups(t *testing.T, f *fleet) {
 			t.Errorf("%s: no process in the container cgroup under %s", name, pods[name])
 		}
 	}
-	if got := read("memory", pods["guaranteed"], "memory.limit_in_bytes"); got != strconv.Itoa(128<<20) {
-		t.Errorf("guaranteed pod memory limit %s", got)
-	}
-	if got := read("cpu", pods["guaranteed"], "cpu.cfs_quota_us"); got != "50000" {
-		t.Errorf("guaranteed pod cpu quota %s", got)
-	}
-	if got := read("cpu", pods["burstable"], "cpu.shares"); got != "256" {
-		t.Errorf("burstable pod cpu.shares %s", got)
-	}
-	if got := read("memory", pods["burstable"], "memory.limit_in_bytes"); got != strconv.Itoa(64<<20) {
-		t.Errorf("burstable pod memory limit %s", got)
-	}
-	if got := read("cpu", kp+"/burstable", "cpu.shares"); got != "256" {
-		t.Errorf("burstable QoS cgroup cpu.shares %s, want its one pod's 256", got)
-	}
-	if got := read("cpu", pods["besteffort"], "cpu.shares"); got != "2" {
-		t.Errorf("besteffort pod cpu.shares %s", got)
-	}
+	testenv.CheckCgroupV1(t, []testenv.CgroupV1Want{
+		{Ctrl: "memory", Path: pods["guaranteed"], File: "memory.limit_in_bytes", Want: strconv.Itoa(128 << 20), What: "guaranteed pod memory limit"},
+		{Ctrl: "cpu", Path: pods["guaranteed"], File: "cpu.cfs_quota_us", Want: "50000", What: "guaranteed pod cpu quota"},
+		{Ctrl: "cpu", Path: pods["burstable"], File: "cpu.shares", Want: "256", What: "burstable pod cpu.shares"},
+		{Ctrl: "memory", Path: pods["burstable"], File: "memory.limit_in_bytes", Want: strconv.Itoa(64 << 20), What: "burstable pod memory limit"},
+		{Ctrl: "cpu", Path: kp + "/burstable", File: "cpu.shares", Want: "256", What: "burstable QoS cgroup cpu.shares (its one pod's)"},
+		{Ctrl: "cpu", Path: pods["besteffort"], File: "cpu.shares", Want: "2", What: "besteffort pod cpu.shares"},
+	})
 	memTotal := read("memory", kp, "memory.limit_in_bytes")
 	if v, _ := strconv.ParseInt(memTotal, 10, 64); v <= 0 || v >= 1<<62 {
 		t.Errorf("kubepods memory limit %q: want capacity minus system-reserved", memTotal)

@@ -20,8 +20,7 @@ import (
 // excess a quick "busy", and pods keep starting meanwhile.
 func TestHostileCommands(t *testing.T) {
 	e := newEnv(t)
-	e.putPod(pod("target"))
-	e.waitRunning("target")
+	e.startPod("target")
 	base := rss(t)
 	nc := e.conn.NC
 	c := &wire.Client{NC: nc, Timeout: 20 * time.Second}

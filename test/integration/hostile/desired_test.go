@@ -18,8 +18,7 @@ import (
 // each with a clear reason, the ordinary pods run, and RSS stays bounded.
 func TestHostileDesiredEntries(t *testing.T) {
 	e := newEnv(t)
-	e.putPod(pod("before"))
-	e.waitRunning("before")
+	e.startPod("before")
 	base := rss(t)
 
 	rng := rand.New(rand.NewSource(1))
@@ -61,8 +60,7 @@ func TestHostileDesiredEntries(t *testing.T) {
 	}
 	e.putPod(big)
 
-	e.putPod(pod("after"))
-	e.waitRunning("after")
+	e.startPod("after")
 	e.waitRunning("before")
 
 	for _, name := range []string{"random-0", "random-39", "deep-array", "deep-object", "laughs"} {

@@ -135,6 +135,13 @@ func (e *env) waitStatus(name, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	return got
 }
 
+// startPod writes an ordinary pod named name and waits until it runs.
+func (e *env) startPod(name string) {
+	e.t.Helper()
+	e.putPod(pod(name))
+	e.waitRunning(name)
+}
+
 func (e *env) waitRunning(name string) *v1.Pod {
 	e.t.Helper()
 	return e.waitStatus(name, "Running", func(p *v1.Pod) bool {

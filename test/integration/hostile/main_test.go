@@ -3,11 +3,7 @@ package hostile
 import (
 	"testing"
 
-	"github.com/actorlet/actorlet/cri/procruntime"
-	"github.com/actorlet/actorlet/test/testutil"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 )
 
-func TestMain(m *testing.M) {
-	procruntime.MaybeRunShim()
-	testutil.Main(m, "")
-}
+func TestMain(m *testing.M) { proctest.MainQuiet(m, "") }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -23,15 +22,14 @@ import (
 
 	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/cri"
-	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/cri/procruntime/proctest"
 	"github.com/actorlet/actorlet/node/agent"
 	"github.com/actorlet/actorlet/test/testenv"
 )
 
-func TestMain(m *testing.M) {
-	procruntime.MaybeRunShim()
-	os.Exit(m.Run())
-}
+// TestMain lets the process runtime re-execute this test binary as its
+// per-container shim.
+func TestMain(m *testing.M) { proctest.Main(m) }
 
 // panicNow makes the injected middleware fail the supervisor once.
 type panicNow struct{}
