@@ -1,10 +1,10 @@
 package bus_test
 
 import (
-	"github.com/actorlet/actorlet/messages/wire"
 	"testing"
 
-	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire"
+
 	"github.com/actorlet/actorlet/bus/bustest"
 )
 
@@ -15,7 +15,7 @@ func TestProtocolReplicasOnCluster(t *testing.T) {
 	cl := bustest.StartCluster(t, 3)
 	ctx := testContext(t)
 	first := cl.Connect(t, "first")
-	if err := first.EnsureProtocolWith(ctx, bus.ProtocolSettings{Replicas: 3}); err != nil {
+	if err := first.EnsureProtocolWith(ctx, wire.ProtocolSettings{Replicas: 3}); err != nil {
 		t.Fatalf("EnsureProtocolWith(3): %v", err)
 	}
 	later := cl.Connect(t, "later")
@@ -48,7 +48,7 @@ func TestProtocolReplicasOnCluster(t *testing.T) {
 		}
 	}
 	// The operator lowers them deliberately.
-	res, err := bus.Bootstrap(ctx, later.JS, bus.ProtocolSettings{Replicas: 2})
+	res, err := wire.Bootstrap(ctx, later.JS, wire.ProtocolSettings{Replicas: 2})
 	if err != nil {
 		t.Fatalf("Bootstrap(2): %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // embeddedReadyTimeout bounds how long Connect waits for the embedded server
@@ -60,7 +62,7 @@ func startEmbedded(o Options) (*server.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		sopts.JetStreamDomain = EdgeDomain(o.EdgeNode)
+		sopts.JetStreamDomain = wire.EdgeDomain(o.EdgeNode)
 		sopts.LeafNode.ReconnectInterval = leafReconnect
 		sopts.LeafNode.Remotes = []*server.RemoteLeafOpts{{
 			URLs:        urls,

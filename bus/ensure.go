@@ -7,33 +7,6 @@ import (
 	"github.com/actorlet/actorlet/messages/wire"
 )
 
-// The protocol's settings and Bootstrap live in messages/wire (actorletctl
-// uses them without the server); these names keep the agent's callers.
-type (
-	ProtocolSettings = wire.ProtocolSettings
-	BootstrapResult  = wire.BootstrapResult
-)
-
-const (
-	DesiredHistory   = wire.DesiredHistory
-	StatusHistory    = wire.StatusHistory
-	NodesHistory     = wire.NodesHistory
-	EventsMaxAge     = wire.EventsMaxAge
-	MaxReplicas      = wire.MaxReplicas
-	MaxPlacementTags = wire.MaxPlacementTags
-	MaxPlacementTag  = wire.MaxPlacementTag
-	MaxEdgeNodes     = wire.MaxEdgeNodes
-	EventsSubjects   = wire.EventsSubjects
-)
-
-var (
-	ProtocolBuckets    = wire.ProtocolBuckets
-	EventsStreamConfig = wire.EventsStreamConfig
-	Bootstrap          = wire.Bootstrap
-	IsTransient        = wire.IsTransient
-	EdgeDomain         = wire.EdgeDomain
-)
-
 // EnsureProtocol is EnsureProtocolWith default settings (one replica).
 func (c *Conn) EnsureProtocol(ctx context.Context) error {
 	return c.EnsureProtocolWith(ctx, wire.ProtocolSettings{})

@@ -8,7 +8,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
 )
@@ -35,7 +34,7 @@ func TestEnsureProtocolIdempotent(t *testing.T) {
 	}
 	// An operator's change is kept by agents: someone lowered the desired
 	// history; EnsureProtocol leaves it, Bootstrap restores it.
-	cfg := bus.ProtocolBuckets(bus.ProtocolSettings{})[0]
+	cfg := wire.ProtocolBuckets(wire.ProtocolSettings{})[0]
 	cfg.History = 2
 	if _, err := c.JS.UpdateKeyValue(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -46,7 +45,7 @@ func TestEnsureProtocolIdempotent(t *testing.T) {
 	if st, err := kv.Status(ctx); err != nil || st.History() != 2 {
 		t.Fatalf("EnsureProtocol changed an operator's history: %v %v", st, err)
 	}
-	res, err := bus.Bootstrap(ctx, c.JS, bus.ProtocolSettings{})
+	res, err := wire.Bootstrap(ctx, c.JS, wire.ProtocolSettings{})
 	if err != nil {
 		t.Fatalf("Bootstrap: %v", err)
 	}
@@ -92,7 +91,7 @@ func TestEnsureProtocolRepairsOnlyEventSubjects(t *testing.T) {
 	ctx := testContext(t)
 	// An operator created the stream with another age and a subject of
 	// their own, but without the protocol's subjects.
-	cfg := bus.EventsStreamConfig(bus.ProtocolSettings{})
+	cfg := wire.EventsStreamConfig(wire.ProtocolSettings{})
 	cfg.Subjects = []string{"ops.audit"}
 	cfg.MaxAge = 2 * time.Hour
 	if _, err := c.JS.CreateStream(ctx, cfg); err != nil {
@@ -106,40 +105,40 @@ func TestEnsureProtocolRepairsOnlyEventSubjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := stream.CachedInfo().Config
-	if len(got.Subjects) != 2 || got.Subjects[0] != "ops.audit" || got.Subjects[1] != bus.EventsSubjects || got.MaxAge != 2*time.Hour {
-		t.Errorf("stream after EnsureProtocol: subjects %v maxAge %s; want the operator's subject and age kept and %s added", got.Subjects, got.MaxAge, bus.EventsSubjects)
+	if len(got.Subjects) != 2 || got.Subjects[0] != "ops.audit" || got.Subjects[1] != wire.EventsSubjects || got.MaxAge != 2*time.Hour {
+		t.Errorf("stream after EnsureProtocol: subjects %v maxAge %s; want the operator's subject and age kept and %s added", got.Subjects, got.MaxAge, wire.EventsSubjects)
 	}
 }
 
 func TestProtocolSettingsLimits(t *testing.T) {
-	long := strings.Repeat("x", bus.MaxPlacementTag+1)
+	long := strings.Repeat("x", wire.MaxPlacementTag+1)
 	for _, tc := range []struct {
-		s    bus.ProtocolSettings
+		s    wire.ProtocolSettings
 		want string
 	}{
-		{bus.ProtocolSettings{Replicas: 6}, "replicas 6"},
-		{bus.ProtocolSettings{Replicas: -1}, "replicas -1"},
-		{bus.ProtocolSettings{Tags: []string{""}}, "placement tag"},
-		{bus.ProtocolSettings{Tags: []string{long}}, "placement tag"},
-		{bus.ProtocolSettings{Tags: []string{"a b"}}, "placement tag"},
-		{bus.ProtocolSettings{Tags: make([]string, bus.MaxPlacementTags+1)}, "at most 16"},
-		{bus.ProtocolSettings{Cluster: long}, "placement cluster"},
-		{bus.ProtocolSettings{EdgeNodes: []string{"a>b"}}, "edge node"},
-		{bus.ProtocolSettings{EdgeNodes: []string{""}}, "edge node"},
-		{bus.ProtocolSettings{EdgeNodes: make([]string, bus.MaxEdgeNodes+1)}, "at most 256"},
+		{wire.ProtocolSettings{Replicas: 6}, "replicas 6"},
+		{wire.ProtocolSettings{Replicas: -1}, "replicas -1"},
+		{wire.ProtocolSettings{Tags: []string{""}}, "placement tag"},
+		{wire.ProtocolSettings{Tags: []string{long}}, "placement tag"},
+		{wire.ProtocolSettings{Tags: []string{"a b"}}, "placement tag"},
+		{wire.ProtocolSettings{Tags: make([]string, wire.MaxPlacementTags+1)}, "at most 16"},
+		{wire.ProtocolSettings{Cluster: long}, "placement cluster"},
+		{wire.ProtocolSettings{EdgeNodes: []string{"a>b"}}, "edge node"},
+		{wire.ProtocolSettings{EdgeNodes: []string{""}}, "edge node"},
+		{wire.ProtocolSettings{EdgeNodes: make([]string, wire.MaxEdgeNodes+1)}, "at most 256"},
 	} {
 		err := tc.s.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %q", tc.s, err, tc.want)
 		}
 	}
-	if err := (bus.ProtocolSettings{Replicas: 3, Cluster: "c1", Tags: []string{"zone:a"}}).Validate(); err != nil {
+	if err := (wire.ProtocolSettings{Replicas: 3, Cluster: "c1", Tags: []string{"zone:a"}}).Validate(); err != nil {
 		t.Errorf("valid settings rejected: %v", err)
 	}
 	// An agent asking for replicas on a single server fails clearly.
 	srv := bustest.StartServer(t, bustest.ServerOptions{})
 	c := bustest.Connect(t, srv)
-	err := c.EnsureProtocolWith(testContext(t), bus.ProtocolSettings{Replicas: 3})
+	err := c.EnsureProtocolWith(testContext(t), wire.ProtocolSettings{Replicas: 3})
 	if err == nil || !strings.Contains(err.Error(), "replicas 3") {
 		t.Errorf("EnsureProtocolWith(replicas 3) on one server = %v, want an error naming the replicas", err)
 	}

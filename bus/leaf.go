@@ -109,7 +109,7 @@ func (c *Conn) ensureEdgeProtocol(ctx context.Context) error {
 		}
 		break
 	}
-	for _, cfg := range append(ProtocolBuckets(ProtocolSettings{}), wire.ObjectBuckets()...) {
+	for _, cfg := range append(wire.ProtocolBuckets(wire.ProtocolSettings{}), wire.ObjectBuckets()...) {
 		if err := wire.RetryTransient(ctx, func(ctx context.Context) error {
 			if slices.Contains(edgeSourcedBuckets, cfg.Bucket) {
 				cfg.Sources = []*jetstream.StreamSource{edgeSource(cfg.Bucket, c.edgeNode, c.hubDomain)}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
@@ -393,7 +394,7 @@ func (c *Cluster) ConnectWithProtocol(t testing.TB, name string, replicas int) *
 	conn := c.Connect(t, name)
 	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
 	defer cancel()
-	if err := conn.EnsureProtocolWith(ctx, bus.ProtocolSettings{Replicas: replicas}); err != nil {
+	if err := conn.EnsureProtocolWith(ctx, wire.ProtocolSettings{Replicas: replicas}); err != nil {
 		t.Fatalf("ensure protocol with %d replicas: %v", replicas, err)
 	}
 	return conn

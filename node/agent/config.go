@@ -20,13 +20,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/actorlet/actorlet/actors/eviction"
-	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/cm"
 	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/cri/imagegc"
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages/podrules"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/node/allocatable"
 )
 
@@ -292,8 +292,8 @@ func (c Config) validateShutdown() []error {
 }
 
 // Protocol is the replica and placement choice for the bus buckets.
-func (n NATSConfig) Protocol() bus.ProtocolSettings {
-	return bus.ProtocolSettings{Replicas: n.Replicas, Cluster: n.PlacementCluster, Tags: n.PlacementTags}
+func (n NATSConfig) Protocol() wire.ProtocolSettings {
+	return wire.ProtocolSettings{Replicas: n.Replicas, Cluster: n.PlacementCluster, Tags: n.PlacementTags}
 }
 
 func DefaultConfig() Config {

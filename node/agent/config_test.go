@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/node/allocatable"
 )
 
@@ -86,7 +86,7 @@ nats:
 			name: "nats replicas and placement",
 			args: []string{"--node-name", "n1", "--root-dir", root, "--nats-replicas", "3", "--nats-placement-cluster", "east", "--nats-placement-tags", "ssd, zone:a"},
 			check: func(t *testing.T, c Config) {
-				want := bus.ProtocolSettings{Replicas: 3, Cluster: "east", Tags: []string{"ssd", "zone:a"}}
+				want := wire.ProtocolSettings{Replicas: 3, Cluster: "east", Tags: []string{"ssd", "zone:a"}}
 				if got := c.NATS.Protocol(); !reflect.DeepEqual(got, want) {
 					t.Errorf("protocol settings = %+v, want %+v", got, want)
 				}

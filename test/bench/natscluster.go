@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
@@ -109,7 +110,7 @@ func (b *benchBus) connectOperator(ctx context.Context, replicas int) (*client, 
 		return nil, err
 	}
 	for {
-		err = conn.EnsureProtocolWith(ctx, bus.ProtocolSettings{Replicas: replicas})
+		err = conn.EnsureProtocolWith(ctx, wire.ProtocolSettings{Replicas: replicas})
 		if err == nil || ctx.Err() != nil {
 			break
 		}

@@ -468,13 +468,13 @@ func TestNodeAcceptsHandMadeBuckets(t *testing.T) {
 	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
 	admin := bustest.Connect(t, srv)
 	ctx := testCtx(t)
-	for _, cfg := range bus.ProtocolBuckets(bus.ProtocolSettings{}) {
+	for _, cfg := range wire.ProtocolBuckets(wire.ProtocolSettings{}) {
 		cfg.Description = ""
 		if _, err := admin.JS.CreateKeyValue(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sc := bus.EventsStreamConfig(bus.ProtocolSettings{})
+	sc := wire.EventsStreamConfig(wire.ProtocolSettings{})
 	sc.Description = ""
 	if _, err := admin.JS.CreateStream(ctx, sc); err != nil {
 		t.Fatal(err)

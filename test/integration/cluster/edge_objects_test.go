@@ -43,7 +43,7 @@ func TestEdgeObjectsAndEvents(t *testing.T) {
 	t.Cleanup(local.Close)
 	bctx, bcancel := context.WithTimeout(context.Background(), waitFor)
 	defer bcancel()
-	if _, err := bus.Bootstrap(bctx, op.JS, bus.ProtocolSettings{Replicas: 1, EdgeNodes: []string{node}}); err != nil {
+	if _, err := wire.Bootstrap(bctx, op.JS, wire.ProtocolSettings{Replicas: 1, EdgeNodes: []string{node}}); err != nil {
 		t.Fatalf("bootstrap the hub with the edge node: %v", err)
 	}
 

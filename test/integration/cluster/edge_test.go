@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/actorlet/actorlet/messages/wire"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/actorlet/actorlet/messages/wire"
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
@@ -78,7 +79,7 @@ func TestEdgeNodePartition(t *testing.T) {
 	})
 	bctx, bcancel := context.WithTimeout(context.Background(), waitFor)
 	defer bcancel()
-	if _, err := bus.Bootstrap(bctx, op.JS, bus.ProtocolSettings{Replicas: 3, EdgeNodes: []string{edgeNode}}); err != nil {
+	if _, err := wire.Bootstrap(bctx, op.JS, wire.ProtocolSettings{Replicas: 3, EdgeNodes: []string{edgeNode}}); err != nil {
 		t.Fatalf("bootstrap the hub with the edge node: %v", err)
 	}
 	central := podRef{node: edgeNode, name: "central"}
