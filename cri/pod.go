@@ -1,6 +1,10 @@
 package cri
 
-import "github.com/actorlet/actorlet/cri/container"
+import (
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/cri/container"
+)
 
 // The runtime's view of pods is package container's model; these names
 // keep the runtime code reading as cri.Pod, cri.PodStatus and so on.
@@ -49,3 +53,16 @@ func (p Probes) Failed(id string) (string, bool) {
 
 // Started reports whether the instance id's startup probe succeeded.
 func (p Probes) Started(id string) bool { return p[id].Started }
+
+// ContainerStateOf is the model's state of a CRI container state.
+func ContainerStateOf(s runtimeapi.ContainerState) ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return ContainerStateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return ContainerStateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return ContainerStateExited
+	}
+	return ContainerStateUnknown
+}

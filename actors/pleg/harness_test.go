@@ -62,18 +62,6 @@ func (l *podLister) calls() int {
 	return l.getPodsCalls
 }
 
-func criState(s runtimeapi.ContainerState) cri.ContainerState {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return cri.ContainerStateCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return cri.ContainerStateRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return cri.ContainerStateExited
-	}
-	return cri.ContainerStateUnknown
-}
-
 func sandboxState(s runtimeapi.PodSandboxState) cri.ContainerState {
 	if s == runtimeapi.PodSandboxState_SANDBOX_READY {
 		return cri.ContainerStateRunning
@@ -113,7 +101,7 @@ func (l *podLister) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
 	}
 	for _, c := range containers {
 		p := get(c.Labels)
-		p.Containers = append(p.Containers, &cri.Container{ID: c.Id, Name: c.Metadata.GetName(), State: criState(c.State), CreatedAt: c.CreatedAt})
+		p.Containers = append(p.Containers, &cri.Container{ID: c.Id, Name: c.Metadata.GetName(), State: cri.ContainerStateOf(c.State), CreatedAt: c.CreatedAt})
 	}
 	out := make([]*cri.Pod, 0, len(pods))
 	for _, p := range pods {
@@ -149,7 +137,7 @@ func (l *podLister) GetPodStatus(ctx context.Context, uid types.UID, name, names
 		}
 		s := resp.Status
 		status.ContainerStatuses = append(status.ContainerStatuses, &cri.ContainerStatus{
-			ID: s.Id, Name: s.Metadata.GetName(), State: criState(s.State), ExitCode: int(s.ExitCode),
+			ID: s.Id, Name: s.Metadata.GetName(), State: cri.ContainerStateOf(s.State), ExitCode: int(s.ExitCode),
 		})
 	}
 	return status, nil

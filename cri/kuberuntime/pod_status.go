@@ -88,18 +88,6 @@ func sandboxIPs(ss *runtimeapi.PodSandboxStatus) []string {
 	return ips
 }
 
-func toContainerState(s runtimeapi.ContainerState) cri.ContainerState {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return cri.ContainerStateCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return cri.ContainerStateRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return cri.ContainerStateExited
-	}
-	return cri.ContainerStateUnknown
-}
-
 func unixNanoTime(ns int64) time.Time {
 	if ns == 0 {
 		return time.Time{}
@@ -116,7 +104,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus) *cri.ContainerStatus {
 	return &cri.ContainerStatus{
 		ID:           s.GetId(),
 		Name:         name,
-		State:        toContainerState(s.GetState()),
+		State:        cri.ContainerStateOf(s.GetState()),
 		CreatedAt:    unixNanoTime(s.GetCreatedAt()),
 		StartedAt:    unixNanoTime(s.GetStartedAt()),
 		FinishedAt:   unixNanoTime(s.GetFinishedAt()),
@@ -208,7 +196,7 @@ func (m *Manager) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
 		}
 		p.Containers = append(p.Containers, &cri.Container{
 			ID: c.Id, Name: name, Image: c.GetImage().GetImage(), ImageID: c.ImageRef,
-			Hash: info.hash, State: toContainerState(c.State), CreatedAt: c.CreatedAt,
+			Hash: info.hash, State: cri.ContainerStateOf(c.State), CreatedAt: c.CreatedAt,
 		})
 	}
 	out := make([]*cri.Pod, 0, len(pods))
