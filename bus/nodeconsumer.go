@@ -238,7 +238,19 @@ func (r *pullReader) run(out chan<- jetstream.KeyValueEntry, stop <-chan struct{
 		}
 	}
 	initDone := false
-	if err := r.request(initDone); err != nil {
+	// storedEnd marks the end of the stored entries; false: stop reading.
+	storedEnd := func() bool {
+		initDone = true
+		return send(nil) && r.live
+	}
+	// renew asks for the next batch once the outstanding request is over.
+	renew := func() error {
+		if r.want > 0 {
+			return nil
+		}
+		return r.request(initDone)
+	}
+	if err := renew(); err != nil {
 		return err
 	}
 	silence := time.NewTimer(pullSilence)
@@ -257,61 +269,59 @@ func (r *pullReader) run(out chan<- jetstream.KeyValueEntry, stop <-chan struct{
 			if err := r.status(m, status); err != nil {
 				return err
 			}
-			if status == "100" && !initDone {
-				// Everything the consumer has was delivered, contiguously.
-				initDone = true
-				if !send(nil) || !r.live {
-					return nil
-				}
+			// A heartbeat that agrees: everything the consumer has was
+			// delivered, contiguously.
+			if status == "100" && !initDone && !storedEnd() {
+				return nil
 			}
-			if r.want == 0 {
-				if err := r.request(initDone); err != nil {
-					return err
-				}
+			if err := renew(); err != nil {
+				return err
 			}
 			continue
 		}
-		meta, err := m.Metadata()
+		e, err := r.entry(m)
 		if err != nil {
-			return fmt.Errorf("consumer %s of bucket %s: message without metadata: %w", r.consumer, r.bucket, err)
+			return err
 		}
-		if meta.Sequence.Consumer != r.nextDseq {
-			return r.gap("received consumer sequence %d, expected %d", meta.Sequence.Consumer, r.nextDseq)
-		}
-		if meta.Sequence.Stream <= r.lastSseq {
-			return r.gap("stream sequence %d after %d", meta.Sequence.Stream, r.lastSseq)
-		}
-		r.nextDseq, r.lastSseq = meta.Sequence.Consumer+1, meta.Sequence.Stream
-		r.want--
-		e := &Entry{
-			bucket:   r.bucket,
-			key:      strings.TrimPrefix(m.Subject, "$KV."+r.bucket+"."),
-			value:    m.Data,
-			revision: meta.Sequence.Stream,
-			created:  meta.Timestamp,
-			delta:    meta.NumPending,
-		}
-		switch m.Header.Get(kvOperation) {
-		case "DEL":
-			e.op = jetstream.KeyValueDelete
-		case "PURGE":
-			e.op = jetstream.KeyValuePurge
-		}
-		if !send(e) {
+		if !send(e) || (!initDone && e.delta == 0 && !storedEnd()) {
 			return nil
 		}
-		if !initDone && e.delta == 0 {
-			initDone = true
-			if !send(nil) || !r.live {
-				return nil
-			}
-		}
-		if r.want == 0 {
-			if err := r.request(initDone); err != nil {
-				return err
-			}
+		if err := renew(); err != nil {
+			return err
 		}
 	}
+}
+
+// entry checks a delivered message's place in the read and makes it an
+// Entry.
+func (r *pullReader) entry(m *nats.Msg) (*Entry, error) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s of bucket %s: message without metadata: %w", r.consumer, r.bucket, err)
+	}
+	if meta.Sequence.Consumer != r.nextDseq {
+		return nil, r.gap("received consumer sequence %d, expected %d", meta.Sequence.Consumer, r.nextDseq)
+	}
+	if meta.Sequence.Stream <= r.lastSseq {
+		return nil, r.gap("stream sequence %d after %d", meta.Sequence.Stream, r.lastSseq)
+	}
+	r.nextDseq, r.lastSseq = meta.Sequence.Consumer+1, meta.Sequence.Stream
+	r.want--
+	e := &Entry{
+		bucket:   r.bucket,
+		key:      strings.TrimPrefix(m.Subject, "$KV."+r.bucket+"."),
+		value:    m.Data,
+		revision: meta.Sequence.Stream,
+		created:  meta.Timestamp,
+		delta:    meta.NumPending,
+	}
+	switch m.Header.Get(kvOperation) {
+	case "DEL":
+		e.op = jetstream.KeyValueDelete
+	case "PURGE":
+		e.op = jetstream.KeyValuePurge
+	}
+	return e, nil
 }
 
 // status handles a status message of the server on the read's inbox.

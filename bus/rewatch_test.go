@@ -16,6 +16,23 @@ import (
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
+// provision creates node's consumers and n desired keys of it.
+func provision(ctx context.Context, t *testing.T, c *bus.Conn, node string, n int) {
+	t.Helper()
+	if err := busauth.EnsureNodeConsumers(ctx, c.JS, node); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if _, err := kv.Put(ctx, wire.DesiredNodeKey(node, "default", fmt.Sprint("p", i)), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // readStored reads the node's desired consumer the way a re-watch does
 // and returns the keys of the stored entries (those before nil), or the
 // error that ended the read.
@@ -65,18 +82,7 @@ func TestSecondReadSeesEverything(t *testing.T) {
 				c = bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Leaf: true}).ConnectWithProtocol(t, "op", 3)
 			}
 			const node, n = "n1", 10
-			if err := busauth.EnsureNodeConsumers(ctx, c.JS, node); err != nil {
-				t.Fatal(err)
-			}
-			kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < n; i++ {
-				if _, err := kv.Put(ctx, wire.DesiredNodeKey(node, "default", fmt.Sprint("p", i)), []byte("{}")); err != nil {
-					t.Fatal(err)
-				}
-			}
+			provision(ctx, t, c, node, n)
 			for round := 0; round < 2; round++ {
 				keys, err := readStored(ctx, t, c, node)
 				if err != nil {
@@ -100,18 +106,7 @@ func TestWatchConsumerGapEndsRead(t *testing.T) {
 	c := bustest.ConnectWithProtocol(t, srv)
 	ctx := testContext(t)
 	const node, n = "n1", 50
-	if err := busauth.EnsureNodeConsumers(ctx, c.JS, node); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if _, err := kv.Put(ctx, wire.DesiredNodeKey(node, "default", fmt.Sprint("p", i)), []byte("{}")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	provision(ctx, t, c, node, n)
 	other := bustest.Connect(t, srv)
 	inbox := other.NC.NewInbox()
 	stolen := make(chan *nats.Msg, 1000)

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -27,7 +28,8 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 	const node, pods = "n1", 12
 	cl := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Secure: true, Leaf: true})
 	admin := cl.ConnectWithProtocol(t, "operator", 3)
-	ctx := testContext(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // nine restarts
+	defer cancel()
 	nodeConn := cl.ConnectNode(t, node)
 	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: nodeConn.JS, NodeName: node})
 	if err != nil {
