@@ -87,7 +87,7 @@ type ConsumerWatch struct {
 	updates  chan jetstream.KeyValueEntry
 	stopOnce sync.Once
 	stop     chan struct{}
-	stopped  chan struct{} // closed after updates
+	stopped  chan struct{} // closed when the reader is done, just before updates
 	err      error
 }
 
@@ -139,8 +139,8 @@ func startWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer st
 	// count: a listing right after a write could see none of it. A reset
 	// from elsewhere recounts from the store, so move it to 2 first. (A
 	// count that is short only ends the stored entries at an earlier
-	// revision: still a contiguous prefix of the stream. The no-wait
-	// requests of the first batches end them too.)
+	// revision: still a contiguous prefix of the stream. An idle
+	// heartbeat that names the read's last message ends them too.)
 	if _, err := js.ResetConsumerToSequence(ctx, stream, consumer, 2); err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
@@ -159,10 +159,10 @@ func startWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer st
 	w := &ConsumerWatch{updates: make(chan jetstream.KeyValueEntry, pullBatch), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		w.err = pr.run(w.updates, w.stop)
+		close(w.stopped) // first: Err answers once Updates is closed
 		close(w.updates)
-		close(w.stopped)
-		// Keep the inbox until the last request is over (bounded), then
-		// let the next read of the consumer begin.
+		// Drop the inbox, and let the next read of the consumer begin
+		// once the last request has expired.
 		pr.drain()
 		gate <- struct{}{}
 	}()
