@@ -96,14 +96,19 @@ type ConsumerWatch struct {
 // request of this process's previous read of the consumer has ended, so
 // that request cannot take the messages of this read.
 func WatchConsumer(ctx context.Context, js jetstream.JetStream, bucket, consumer string) (*ConsumerWatch, error) {
-	stream := wire.BucketStream(bucket)
-	gate := consumerGate(js.Conn(), stream, consumer)
+	return openWatch(ctx, js, bucket, consumer, true)
+}
+
+// openWatch waits for the consumer's gate and starts a read; without live
+// it ends after the stored entries (and their nil).
+func openWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer string, live bool) (*ConsumerWatch, error) {
+	gate := consumerGate(js.Conn(), wire.BucketStream(bucket), consumer)
 	select {
 	case <-gate:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("read consumer %s of bucket %s: waiting for the previous read to end: %w", consumer, bucket, ctx.Err())
 	}
-	w, err := startWatch(ctx, js, bucket, consumer, gate, true)
+	w, err := startWatch(ctx, js, bucket, consumer, gate, live)
 	if err != nil {
 		gate <- struct{}{}
 		return nil, err
@@ -111,8 +116,8 @@ func WatchConsumer(ctx context.Context, js jetstream.JetStream, bucket, consumer
 	return w, nil
 }
 
-// startWatch starts a read; without live it ends after the stored entries
-// (and their nil).
+// startWatch starts a read holding the consumer's gate, which it gives
+// back once the read's last request has expired.
 func startWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer string, gate chan struct{}, live bool) (*ConsumerWatch, error) {
 	stream := wire.BucketStream(bucket)
 	// Each API call is bounded: one sent while the connection is down may
@@ -422,16 +427,8 @@ func ConsumerKeys(ctx context.Context, js jetstream.JetStream, bucket, consumer 
 }
 
 func consumerKeys(ctx context.Context, js jetstream.JetStream, bucket, consumer string) ([]string, error) {
-	stream := wire.BucketStream(bucket)
-	gate := consumerGate(js.Conn(), stream, consumer)
-	select {
-	case <-gate:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("list keys of %s: waiting for the previous read of consumer %s to end: %w", bucket, consumer, ctx.Err())
-	}
-	w, err := startWatch(ctx, js, bucket, consumer, gate, false)
+	w, err := openWatch(ctx, js, bucket, consumer, false)
 	if err != nil {
-		gate <- struct{}{}
 		return nil, err
 	}
 	defer w.Stop()
