@@ -355,13 +355,16 @@ const (
 	jsErrTemporarilyUnavailable jetstream.ErrorCode = 10008 // "JetStream system temporarily unavailable"
 	jsErrInsufficientResources  jetstream.ErrorCode = 10023 // fewer servers up than replicas
 	jsErrLastSeqUnavailable     jetstream.ErrorCode = 10163 // "expected last sequence per subject temporarily unavailable"
+	jsErrNoSuitablePeers        jetstream.ErrorCode = 10005 // "no suitable peers for placement[, reasons]"
 )
 
 // IsTransient reports whether err is one JetStream returns while a cluster
 // elects a leader or a server is down, so the same request may succeed
 // later: no responders, a timeout, "JetStream system temporarily
 // unavailable" (10008), "insufficient resources" while servers are missing,
-// or a lost connection.
+// "no suitable peers for placement" only because a peer is offline (a
+// server restarting, or one a just-started cluster has not heard from
+// yet; not when tags do not match), or a lost connection.
 func IsTransient(err error) bool {
 	if err == nil {
 		return false
@@ -380,6 +383,8 @@ func IsTransient(err error) bool {
 		switch apiErr.ErrorCode {
 		case jsErrTemporarilyUnavailable, jsErrInsufficientResources, jetstream.JSErrCodeJetStreamNotEnabled, jsErrLastSeqUnavailable:
 			return true
+		case jsErrNoSuitablePeers:
+			return strings.Contains(apiErr.Description, "peer offline") && !strings.Contains(apiErr.Description, "tags not matched")
 		}
 	}
 	return false

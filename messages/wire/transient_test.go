@@ -1,0 +1,26 @@
+package wire
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestNoSuitablePeersIsTransientOnlyForAnOfflinePeer: placement that
+// fails because a server is offline may succeed once it is back (a
+// restarting server, a just-started cluster); placement on tags no server
+// carries never does.
+func TestNoSuitablePeersIsTransientOnlyForAnOfflinePeer(t *testing.T) {
+	for desc, want := range map[string]bool{
+		"no suitable peers for placement, peer offline":                         true,
+		"no suitable peers for placement, tags not matched [gpu]":               false,
+		"no suitable peers for placement, peer offline, tags not matched [gpu]": false,
+		"no suitable peers for placement, insufficient storage":                 false,
+	} {
+		err := fmt.Errorf("create bucket: %w", &jetstream.APIError{Code: 400, ErrorCode: jsErrNoSuitablePeers, Description: desc})
+		if got := IsTransient(err); got != want {
+			t.Errorf("IsTransient(%q) = %v, want %v", desc, got, want)
+		}
+	}
+}
