@@ -28,7 +28,7 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 	const node, pods = "n1", 12
 	cl := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Secure: true, Leaf: true})
 	admin := cl.ConnectWithProtocol(t, "operator", 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // nine restarts
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // nine restarts, on a loaded machine
 	defer cancel()
 	nodeConn := cl.ConnectNode(t, node)
 	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: nodeConn.JS, NodeName: node})
@@ -43,9 +43,13 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 	put := func(name string) {
 		t.Helper()
 		key := wire.DesiredNodeKey(node, "default", name)
-		// A write right after a restart may meet a cluster still electing.
-		testutil.Eventually(t, 30*time.Second, func() error {
-			_, err := kv.Put(ctx, key, podJSON(t, "default", name, "img:1"))
+		// A write right after a restart may meet a cluster still electing
+		// (and one sent while the writer reconnects may get no answer at
+		// all): each attempt is bounded.
+		testutil.Eventually(t, 60*time.Second, func() error {
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := kv.Put(pctx, key, podJSON(t, "default", name, "img:1"))
 			return err
 		})
 	}
