@@ -47,8 +47,8 @@ func (e *Entry) Operation() jetstream.KeyValueOp { return e.op }
 // heartbeat of at most half the expiry.)
 const (
 	pullBatch       = 256
-	storedExpires   = time.Second
-	storedHeartbeat = 200 * time.Millisecond
+	storedExpires   = 250 * time.Millisecond
+	storedHeartbeat = 100 * time.Millisecond
 	pullExpires     = 5 * time.Second
 	pullHeartbeat   = 2 * time.Second
 	// pullSilence ends a read that hears nothing (no message, heartbeat or
@@ -59,7 +59,7 @@ const (
 	consumerAPITimeout = 5 * time.Second
 	// pullDrainMargin is added to a request's expiry when the next read of
 	// the consumer waits for it to end.
-	pullDrainMargin = time.Second
+	pullDrainMargin = 500 * time.Millisecond
 )
 
 // ErrConsumerGap ends a consumer read whose delivered messages are not
