@@ -381,7 +381,11 @@ func IsTransient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
-		case jsErrTemporarilyUnavailable, jsErrInsufficientResources, jetstream.JSErrCodeJetStreamNotEnabled, jsErrLastSeqUnavailable:
+		case jsErrTemporarilyUnavailable, jsErrInsufficientResources, jetstream.JSErrCodeJetStreamNotEnabled, jsErrLastSeqUnavailable,
+			// A server of a cluster just started, before it has the
+			// account's JetStream set up (operator mode: until the
+			// account JWT is resolved).
+			jetstream.JSErrCodeJetStreamNotEnabledForAccount:
 			return true
 		case jsErrNoSuitablePeers:
 			return strings.Contains(apiErr.Description, "peer offline") && !strings.Contains(apiErr.Description, "tags not matched")

@@ -24,3 +24,13 @@ func TestNoSuitablePeersIsTransientOnlyForAnOfflinePeer(t *testing.T) {
 		}
 	}
 }
+
+// TestJetStreamNotEnabledForAccountIsTransient: a server of a secured
+// cluster that just started answers it until the account's JetStream is
+// set up (seen once in 20 TestServerRestartRemovesNoPod runs).
+func TestJetStreamNotEnabledForAccountIsTransient(t *testing.T) {
+	err := fmt.Errorf("look up bucket: %w", &jetstream.APIError{Code: 503, ErrorCode: jetstream.JSErrCodeJetStreamNotEnabledForAccount, Description: "JetStream not enabled for account"})
+	if !IsTransient(err) {
+		t.Errorf("IsTransient(%v) = false, want true", err)
+	}
+}
