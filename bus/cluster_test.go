@@ -1,11 +1,11 @@
 package bus_test
 
 import (
+	"context"
 	"testing"
 
-	"github.com/actorlet/actorlet/messages/wire"
-
 	"github.com/actorlet/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // TestProtocolReplicasOnCluster: the first agent creates R3 buckets on a
@@ -24,16 +24,8 @@ func TestProtocolReplicasOnCluster(t *testing.T) {
 	}
 	replicas := func() map[string]int {
 		got := map[string]int{}
-		for _, b := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket} {
-			kv, err := later.JS.KeyValue(ctx, b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := kv.Status(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[b] = st.Config().Replicas
+		for _, b := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket, wire.ConfigMapsBucket, wire.SecretsBucket} {
+			got[b] = bucketReplicas(ctx, t, later, b)
 		}
 		s, err := later.JS.Stream(ctx, wire.EventsStream)
 		if err != nil {
@@ -62,4 +54,40 @@ func TestProtocolReplicasOnCluster(t *testing.T) {
 			t.Errorf("%s has %d replicas after Bootstrap(2)", name, r)
 		}
 	}
+}
+
+// TestObjectBucketsTakeTheFleetsReplicas: the ConfigMap and Secret buckets
+// a `node add` creates (wire.EnsureObjectBuckets) get the replicas and
+// placement of the desired bucket, never fewer (issue 18: they were R1 on
+// an R3 fleet, and a ConfigMap apply failed while that one server was
+// down).
+func TestObjectBucketsTakeTheFleetsReplicas(t *testing.T) {
+	cl := bustest.StartCluster(t, 3)
+	ctx := testContext(t)
+	op := cl.Connect(t, "operator")
+	if err := op.EnsurePodProtocolWith(ctx, bus.ProtocolSettings{Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.EnsureObjectBuckets(ctx, op.JS); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{wire.ConfigMapsBucket, wire.SecretsBucket} {
+		if r := bucketReplicas(ctx, t, op, b); r != 3 {
+			t.Errorf("%s created with %d replicas on an R3 fleet, want 3", b, r)
+		}
+	}
+}
+
+// bucketReplicas is bucket's number of replicas.
+func bucketReplicas(ctx context.Context, t *testing.T, c *bus.Conn, bucket string) int {
+	t.Helper()
+	kv, err := c.JS.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Config().Replicas
 }

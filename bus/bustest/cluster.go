@@ -432,3 +432,24 @@ func (c *Cluster) LeafNodes() int {
 	}
 	return n
 }
+
+// ConsumerLeader is the index of the server leading consumer of stream,
+// or -1 when no running server leads it.
+func (c *Cluster) ConsumerLeader(stream, consumer string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, s := range c.servers {
+		if s != nil && s.JetStreamIsConsumerLeader(c.account, stream, consumer) {
+			return i
+		}
+	}
+	return -1
+}
+
+// ConnectNode provisions node on a Secure cluster (NodeCreds) and opens a
+// bus.Conn to every server as that node (its credentials and inbox
+// prefix), named "node-<node>", closed by t.Cleanup.
+func (c *Cluster) ConnectNode(t testing.TB, node string) *bus.Conn {
+	t.Helper()
+	return connectNode(t, c.URL(), c.NodeCreds(t, node), node)
+}

@@ -143,7 +143,9 @@ type BootstrapResult struct {
 }
 
 // Bootstrap is what an operator runs once per fleet (actorletctl
-// bootstrap): it creates the buckets and stream with s, or brings existing
+// bootstrap): it creates every bucket and stream of the protocol (the
+// desired, status and nodes buckets, the ConfigMap and Secret buckets and
+// the events stream) with s, or brings existing
 // ones to the protocol's settings and to s (replicas may go up or down:
 // this is the operator's explicit choice). It needs the right to create and
 // edit streams; agents never call it. Data is kept.
@@ -152,7 +154,7 @@ func Bootstrap(ctx context.Context, js jetstream.JetStream, s ProtocolSettings) 
 		return nil, fmt.Errorf("bus protocol settings: %w", err)
 	}
 	var out []BootstrapResult
-	for _, cfg := range ProtocolBuckets(s) {
+	for _, cfg := range append(ProtocolBuckets(s), ObjectBucketsWith(s)...) {
 		var r BootstrapResult
 		if err := RetryTransient(ctx, func(ctx context.Context) (err error) {
 			r, err = EnsureBucket(ctx, js, cfg, true)
@@ -353,13 +355,16 @@ const (
 	jsErrTemporarilyUnavailable jetstream.ErrorCode = 10008 // "JetStream system temporarily unavailable"
 	jsErrInsufficientResources  jetstream.ErrorCode = 10023 // fewer servers up than replicas
 	jsErrLastSeqUnavailable     jetstream.ErrorCode = 10163 // "expected last sequence per subject temporarily unavailable"
+	jsErrNoSuitablePeers        jetstream.ErrorCode = 10005 // "no suitable peers for placement[, reasons]"
 )
 
 // IsTransient reports whether err is one JetStream returns while a cluster
 // elects a leader or a server is down, so the same request may succeed
 // later: no responders, a timeout, "JetStream system temporarily
 // unavailable" (10008), "insufficient resources" while servers are missing,
-// or a lost connection.
+// "no suitable peers for placement" only because a peer is offline (a
+// server restarting, or one a just-started cluster has not heard from
+// yet; not when tags do not match), or a lost connection.
 func IsTransient(err error) bool {
 	if err == nil {
 		return false
@@ -376,8 +381,14 @@ func IsTransient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode {
-		case jsErrTemporarilyUnavailable, jsErrInsufficientResources, jetstream.JSErrCodeJetStreamNotEnabled, jsErrLastSeqUnavailable:
+		case jsErrTemporarilyUnavailable, jsErrInsufficientResources, jetstream.JSErrCodeJetStreamNotEnabled, jsErrLastSeqUnavailable,
+			// A server of a cluster just started, before it has the
+			// account's JetStream set up (operator mode: until the
+			// account JWT is resolved).
+			jetstream.JSErrCodeJetStreamNotEnabledForAccount:
 			return true
+		case jsErrNoSuitablePeers:
+			return strings.Contains(apiErr.Description, "peer offline") && !strings.Contains(apiErr.Description, "tags not matched")
 		}
 	}
 	return false

@@ -119,16 +119,19 @@ func (p *StatusPublisher) DeleteIf(ctx context.Context, namespace, name string, 
 		klog.ErrorS(err, "Cannot open the status bucket")
 		return false
 	}
-	return deleteIf(ctx, kv, wire.StatusKey(p.node, namespace, name), match)
+	return deleteIf(ctx, kv, wire.StatusKey(p.node, namespace, name), 0, match)
 }
 
-func deleteIf(ctx context.Context, kv jetstream.KeyValue, key string, match func(*v1.Pod) bool) bool {
+func deleteIf(ctx context.Context, kv jetstream.KeyValue, key string, maxRev uint64, match func(*v1.Pod) bool) bool {
 	pod, rev, err := readEntry(ctx, kv, key)
 	if err != nil {
 		klog.ErrorS(err, "Reading pod status failed", "statusKey", key)
 	}
 	if pod == nil || !match(pod) {
 		return false
+	}
+	if maxRev > 0 && rev > maxRev {
+		return false // written after the caller's listing began
 	}
 	err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
@@ -152,6 +155,20 @@ func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []
 		klog.ErrorS(err, "Cannot prune pod statuses", "source", source)
 		return
 	}
+	// A status written after this point is this run's (a pod of source
+	// that started since keep was taken), never stale: only entries at or
+	// below the bucket's last revision now are pruned.
+	st, err := kv.Status(ctx)
+	if err != nil {
+		klog.ErrorS(err, "Cannot prune pod statuses", "source", source)
+		return
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		klog.ErrorS(nil, "Cannot prune pod statuses: the bucket status has no stream state", "source", source)
+		return
+	}
+	floor := bs.StreamInfo().State.LastSeq
 	kept := make(map[string]bool, len(keep))
 	for _, r := range keep {
 		kept[wire.StatusKey(p.node, r.Namespace, r.Name)] = true
@@ -172,7 +189,7 @@ func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []
 	sort.Strings(stale)
 	ofSource := func(pod *v1.Pod) bool { return pod.Annotations[messages.ConfigSourceAnnotation] == source }
 	for _, key := range stale {
-		if deleteIf(ctx, kv, key, ofSource) {
+		if deleteIf(ctx, kv, key, max(floor, 1), ofSource) {
 			klog.InfoS("Pruned the status of a pod no longer desired", "statusKey", key, "source", source)
 		}
 	}

@@ -69,6 +69,11 @@ func TestChurnOf200PodsLeavesNothingBehind(t *testing.T) {
 		return nil
 	})
 	downTook := time.Since(removed)
+	// The agent counted every removal once (actorlet_remote_pod_removals_total,
+	// all causes; each was a tombstone).
+	if n := counterValue(t, e, "actorlet_remote_pod_removals_total"); n != churnPods {
+		t.Errorf("actorlet_remote_pod_removals_total = %v after deleting %d keys, want %d", n, churnPods, churnPods)
+	}
 	// The supervisor agrees: it knows no worker for any of the UIDs.
 	for pod, uid := range uids {
 		if d := describeWorker(t, e.agent.ActorSystem(), e.agent.Supervisor(), uid); d.Found {
