@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
 )
@@ -65,7 +66,7 @@ func TestObjectBucketsTakeTheFleetsReplicas(t *testing.T) {
 	cl := bustest.StartCluster(t, 3)
 	ctx := testContext(t)
 	op := cl.Connect(t, "operator")
-	if err := op.EnsurePodProtocolWith(ctx, bus.ProtocolSettings{Replicas: 3}); err != nil {
+	if err := op.EnsurePodProtocolWith(ctx, wire.ProtocolSettings{Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if err := wire.EnsureObjectBuckets(ctx, op.JS); err != nil {
