@@ -1,0 +1,126 @@
+package chaos
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// agentProc is one node: the real actorlet binary as its own process, on
+// the embedded process runtime (its pods are real processes under shims
+// that outlive the agent), with its own root directory and node
+// credentials. Its log (-v=2) is appended to <root>/agent.log across
+// restarts.
+type agentProc struct {
+	node string
+	root string
+	args []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *os.File
+}
+
+func newAgent(bin, node, root, url, creds, labels string) *agentProc {
+	return &agentProc{node: node, root: root, args: []string{
+		"--node-name", node, "--root-dir", root, "--nats-url", url, "--nats-creds", creds,
+		"--node-labels", labels, "--healthz-port", "0", "--node-ip", "127.0.0.1",
+		"--pod-manifest-path", "", "--relist-period", "1s", "-v", "2",
+	}, cmd: exec.Command(bin)}
+}
+
+func (a *agentProc) logPath() string { return filepath.Join(a.root, "agent.log") }
+
+// Start starts the agent process (no-op while it runs).
+func (a *agentProc) Start() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done != nil {
+		return nil
+	}
+	if a.log == nil {
+		f, err := os.OpenFile(a.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		a.log = f
+	}
+	cmd := exec.Command(a.cmd.Path, a.args...)
+	cmd.Stdout, cmd.Stderr = a.log, a.log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start agent %s: %w", a.node, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	a.cmd, a.done = cmd, done
+	return nil
+}
+
+// Signal sends sig and waits until the agent has exited (SIGKILL after
+// 30 s).
+func (a *agentProc) Signal(sig syscall.Signal) {
+	a.mu.Lock()
+	cmd, done := a.cmd, a.done
+	a.done = nil
+	a.mu.Unlock()
+	if done == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Running reports whether the agent process runs.
+func (a *agentProc) Running() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.done != nil
+}
+
+func (a *agentProc) close() {
+	a.Signal(syscall.SIGKILL)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.log != nil {
+		a.log.Close()
+		a.log = nil
+	}
+}
+
+// logLines is the last max lines of the agent's log that contain any of
+// words.
+func (a *agentProc) logLines(max int, words ...string) []string {
+	f, err := os.Open(a.logPath())
+	if err != nil {
+		return []string{"(no log: " + err.Error() + ")"}
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return out
+}
