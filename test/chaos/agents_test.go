@@ -99,9 +99,14 @@ func (a *agentProc) close() {
 	}
 }
 
-// logLines is the last max lines of the agent's log that contain any of
-// words.
-func (a *agentProc) logLines(max int, words ...string) []string {
+// sourceWords mark the log lines of the agent's bus connection and
+// desired-pods watch, shown with every violation.
+var sourceWords = []string{"Disconnected from NATS", "Reconnected to NATS", "Re-watch", "Watching desired pods failed",
+	"Desired pods loaded", "stale", "Desired keys missing"}
+
+// logLines is the last max lines of the agent's log logged between from
+// and to that contain any of words.
+func (a *agentProc) logLines(max int, from, to time.Time, words ...string) []string {
 	f, err := os.Open(a.logPath())
 	if err != nil {
 		return []string{"(no log: " + err.Error() + ")"}
@@ -112,6 +117,9 @@ func (a *agentProc) logLines(max int, words ...string) []string {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if at, ok := klogTime(line, from); !ok || at.Before(from) || at.After(to) {
+			continue
+		}
 		for _, w := range words {
 			if strings.Contains(line, w) {
 				out = append(out, line)
@@ -123,4 +131,17 @@ func (a *agentProc) logLines(max int, words ...string) []string {
 		out = out[len(out)-max:]
 	}
 	return out
+}
+
+// klogTime reads the time of a klog line ("I1126 17:40:57.592055 ..."),
+// in near's year and location.
+func klogTime(line string, near time.Time) (time.Time, bool) {
+	if len(line) < 21 || !strings.ContainsRune("IWEF", rune(line[0])) {
+		return time.Time{}, false
+	}
+	t, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], near.Location())
+	if err != nil {
+		return time.Time{}, false
+	}
+	return t.AddDate(near.Year(), 0, 0), true
 }

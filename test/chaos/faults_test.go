@@ -31,12 +31,15 @@ type injector struct {
 	logf    func(format string, args ...any)
 }
 
-// run injects faults until ctx ends: rounds of every kind in a shuffled
-// order, each held 2–6 s then healed, 3–6 s apart. It returns with every
-// fault healed, every server and agent running.
+// run injects faults until ctx ends, and at least one of each kind:
+// rounds of every kind in a shuffled order, each held 2–6 s then healed,
+// 3–6 s apart. It returns with every fault healed; healAll then makes sure
+// every server and agent runs.
 func (in *injector) run(ctx context.Context) {
 	var order []string
-	for ctx.Err() == nil {
+	// The first round injects every kind once, so the run stops only after
+	// len(faultKinds) faults.
+	for injected := 0; ctx.Err() == nil || injected < len(faultKinds); injected++ {
 		if len(order) == 0 {
 			order = append([]string(nil), faultKinds...)
 			in.rnd.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -46,10 +49,7 @@ func (in *injector) run(ctx context.Context) {
 		hold := 2*time.Second + time.Duration(in.rnd.Int63n(int64(4*time.Second)))
 		gap := 3*time.Second + time.Duration(in.rnd.Int63n(int64(3*time.Second)))
 		in.inject(kind, hold)
-		select {
-		case <-ctx.Done():
-		case <-time.After(gap):
-		}
+		time.Sleep(gap)
 	}
 }
 

@@ -38,9 +38,9 @@ type natsCluster struct {
 	dir  string
 	auth *busauth.Authority
 
-	clientPorts, routePorts, httpPorts []int
-	clients                            []*testutil.Proxy
-	routes                             [][]*testutil.Proxy
+	clientPorts, routePorts, httpPorts, leafPorts []int
+	clients                                       []*testutil.Proxy
+	routes                                        [][]*testutil.Proxy
 
 	mu    sync.Mutex
 	procs []*serverProc // nil while stopped
@@ -73,6 +73,7 @@ func startCluster(t testing.TB, bin, dir string, n int) *natsCluster {
 		c.clientPorts = append(c.clientPorts, freePort(t))
 		c.routePorts = append(c.routePorts, freePort(t))
 		c.httpPorts = append(c.httpPorts, freePort(t))
+		c.leafPorts = append(c.leafPorts, freePort(t))
 	}
 	c.routes = make([][]*testutil.Proxy, n)
 	for i := range n {
@@ -118,13 +119,17 @@ func (c *natsCluster) writeConfig(i int) error {
 			routes = append(routes, fmt.Sprintf("    nats-route://%s", p.Addr()))
 		}
 	}
-	// advertise: port 1 of loopback, where nothing listens (and no user may
-	// bind): a server that learns of another through gossip cannot reach
-	// it past the proxies.
+	// As docs/fleet.md deploys a fleet's cluster: JetStream domain hub and
+	// a leaf-node listener for edge nodes (none joins here, but the
+	// listener changes how nats-server treats pull requests). Route
+	// advertise: port 1 of loopback, where nothing listens (and no user
+	// may bind): a server that learns of another through gossip cannot
+	// reach it past the proxies.
 	conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
 http: 127.0.0.1:%d
-jetstream { store_dir: %q }
+jetstream { store_dir: %q, domain: hub }
+leafnodes { listen: 127.0.0.1:%d, no_advertise: true }
 cluster {
   name: chaos
   listen: 127.0.0.1:%d
@@ -136,7 +141,7 @@ cluster {
   ]
 }
 include %q
-`, c.Name(i), c.clientPorts[i], c.httpPorts[i], filepath.Join(c.dir, fmt.Sprintf("store-%d", i+1)), c.routePorts[i],
+`, c.Name(i), c.clientPorts[i], c.httpPorts[i], filepath.Join(c.dir, fmt.Sprintf("store-%d", i+1)), c.leafPorts[i], c.routePorts[i],
 		strings.Join(routes, "\n"), filepath.Join("auth", busauth.ServerConfFile))
 	return os.WriteFile(c.conf(i), []byte(conf), 0o600)
 }
@@ -353,4 +358,3 @@ func freePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
-
