@@ -24,7 +24,7 @@ func TestProtocolReplicasOnCluster(t *testing.T) {
 	}
 	replicas := func() map[string]int {
 		got := map[string]int{}
-		for _, b := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket} {
+		for _, b := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket, wire.ConfigMapsBucket, wire.SecretsBucket} {
 			kv, err := later.JS.KeyValue(ctx, b)
 			if err != nil {
 				t.Fatal(err)
@@ -60,6 +60,36 @@ func TestProtocolReplicasOnCluster(t *testing.T) {
 	for name, r := range replicas() {
 		if r != 2 {
 			t.Errorf("%s has %d replicas after Bootstrap(2)", name, r)
+		}
+	}
+}
+
+// TestObjectBucketsTakeTheFleetsReplicas: the ConfigMap and Secret buckets
+// a `node add` creates (wire.EnsureObjectBuckets) get the replicas and
+// placement of the desired bucket, never fewer (issue 18: they were R1 on
+// an R3 fleet, and a ConfigMap apply failed while that one server was
+// down).
+func TestObjectBucketsTakeTheFleetsReplicas(t *testing.T) {
+	cl := bustest.StartCluster(t, 3)
+	ctx := testContext(t)
+	op := cl.Connect(t, "operator")
+	if err := op.EnsurePodProtocolWith(ctx, bus.ProtocolSettings{Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.EnsureObjectBuckets(ctx, op.JS); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{wire.ConfigMapsBucket, wire.SecretsBucket} {
+		kv, err := op.JS.KeyValue(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Config().Replicas != 3 {
+			t.Errorf("%s created with %d replicas on an R3 fleet, want 3", b, st.Config().Replicas)
 		}
 	}
 }

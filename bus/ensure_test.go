@@ -50,7 +50,7 @@ func TestEnsureProtocolIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Bootstrap: %v", err)
 	}
-	if len(res) != 4 || res[0].Name != wire.DesiredBucket || res[0].Action != "updated" || res[1].Action != "unchanged" {
+	if len(res) != 6 || res[0].Name != wire.DesiredBucket || res[0].Action != "updated" || res[1].Action != "unchanged" {
 		t.Errorf("Bootstrap results = %+v, want the desired bucket updated and the rest unchanged", res)
 	}
 

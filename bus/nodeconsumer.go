@@ -2,12 +2,15 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -35,142 +38,390 @@ func (e *Entry) Created() time.Time              { return e.created }
 func (e *Entry) Delta() uint64                   { return e.delta }
 func (e *Entry) Operation() jetstream.KeyValueOp { return e.op }
 
-func entryOf(bucket string, m jetstream.Msg) (*Entry, error) {
-	meta, err := m.Metadata()
-	if err != nil {
-		return nil, fmt.Errorf("message of %s without metadata: %w", bucket, err)
-	}
-	e := &Entry{
-		bucket:   bucket,
-		key:      strings.TrimPrefix(m.Subject(), "$KV."+bucket+"."),
-		value:    m.Data(),
-		revision: meta.Sequence.Stream,
-		created:  meta.Timestamp,
-		delta:    meta.NumPending,
-	}
-	switch m.Headers().Get(kvOperation) {
-	case "DEL":
-		e.op = jetstream.KeyValueDelete
-	case "PURGE":
-		e.op = jetstream.KeyValuePurge
-	}
-	return e, nil
-}
+// Pull requests of a consumer read. A read has at most one request
+// waiting on the server at a time, and every request expires, so a read
+// that stops leaves nothing behind for long: while the stored entries are
+// read, requests live storedExpires and the server sends an idle
+// heartbeat after storedHeartbeat without a message; afterwards they live
+// pullExpires with a heartbeat every pullHeartbeat. (nats-server wants a
+// heartbeat of at most half the expiry.)
+const (
+	pullBatch       = 256
+	storedExpires   = time.Second
+	storedHeartbeat = 200 * time.Millisecond
+	pullExpires     = 5 * time.Second
+	pullHeartbeat   = 2 * time.Second
+	// pullSilence ends a read that hears nothing (no message, heartbeat or
+	// request end) for this long: its request was lost with a server or a
+	// consumer leader.
+	pullSilence = 2*pullHeartbeat + time.Second
+	// consumerAPITimeout bounds the lookup and resets that start a read.
+	consumerAPITimeout = 5 * time.Second
+	// pullDrainMargin is added to a request's expiry when the next read of
+	// the consumer waits for it to end.
+	pullDrainMargin = time.Second
+)
+
+// ErrConsumerGap ends a consumer read whose delivered messages are not
+// contiguous: a message went to another reader (a pull request left by an
+// earlier read, another process) or the consumer's state moved (a new
+// consumer leader). What the read delivered is not the whole stream; the
+// caller reads again from the start.
+var ErrConsumerGap = errors.New("consumer read is not contiguous")
 
 // ConsumerWatch reads a bucket through a node's consumer from the start:
 // every stored entry (older revisions too, in order), then nil once the
 // stored entries are all delivered, then changes as they happen, like a
 // KV watcher.
+//
+// Every delivered message is checked, as an ordered consumer checks them:
+// after the reset to the first sequence, the consumer sequences must run
+// 1, 2, 3, … and the stream sequences must grow, and every idle heartbeat
+// of the server must name the last consumer sequence this read received.
+// Anything else ends the read with ErrConsumerGap before the next entry
+// is delivered, so the entries before nil are exactly the consumer's
+// filtered messages of the stream up to the last one's revision (a
+// prefix of the stream as the consumer's server holds it), and nothing
+// the consumer delivered is ever skipped.
 type ConsumerWatch struct {
-	it       jetstream.MessagesContext
 	updates  chan jetstream.KeyValueEntry
 	stopOnce sync.Once
 	stop     chan struct{}
-	done     chan struct{}
+	stopped  chan struct{} // closed after updates
 	err      error
 }
 
 // WatchConsumer resets consumer (on bucket's stream) to the first sequence
-// and starts reading it.
+// and starts reading it. It first waits (bounded by ctx) until the pull
+// request of this process's previous read of the consumer has ended, so
+// that request cannot take the messages of this read.
 func WatchConsumer(ctx context.Context, js jetstream.JetStream, bucket, consumer string) (*ConsumerWatch, error) {
 	stream := wire.BucketStream(bucket)
-	cons, err := js.Consumer(ctx, stream, consumer)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return nil, fmt.Errorf("consumer %s of bucket %s: %w", consumer, bucket, wire.ErrNotProvisioned)
+	gate := consumerGate(js.Conn(), stream, consumer)
+	select {
+	case <-gate:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("read consumer %s of bucket %s: waiting for the previous read to end: %w", consumer, bucket, ctx.Err())
 	}
+	w, err := startWatch(ctx, js, bucket, consumer, gate, true)
 	if err != nil {
-		return nil, fmt.Errorf("look up consumer %s of bucket %s: %w", consumer, bucket, err)
+		gate <- struct{}{}
+		return nil, err
 	}
-	// The pending count in the reset's answer tells when the stored entries
-	// end. nats-server acknowledges a write before it signals the write to
-	// the consumers (which count it then), and a reset to the sequence a
-	// consumer is already at (one never read is at 1) keeps that running
-	// count: a listing right after a write could see none of it. A reset
-	// from elsewhere recounts from the store, so move it to 2 first.
-	if _, err := js.ResetConsumerToSequence(ctx, stream, consumer, 2); err != nil {
-		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
-	}
-	r, err := js.ResetConsumerToSequence(ctx, stream, consumer, 1)
-	if err != nil {
-		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
-	}
-	pending := uint64(0)
-	if r.ConsumerInfo != nil {
-		pending = r.ConsumerInfo.NumPending
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(256))
-	if err != nil {
-		return nil, fmt.Errorf("read consumer %s of bucket %s: %w", consumer, bucket, err)
-	}
-	w := &ConsumerWatch{it: it, updates: make(chan jetstream.KeyValueEntry, 256), stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run(bucket, pending == 0)
 	return w, nil
 }
 
-func (w *ConsumerWatch) run(bucket string, initDone bool) {
-	defer close(w.done)
-	defer close(w.updates)
+// startWatch starts a read; without live it ends after the stored entries
+// (and their nil).
+func startWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer string, gate chan struct{}, live bool) (*ConsumerWatch, error) {
+	stream := wire.BucketStream(bucket)
+	// Each API call is bounded: one sent while the connection is down may
+	// never be answered (a server restarting answers nothing until its
+	// JetStream is up).
+	ctx, cancel := context.WithTimeout(ctx, consumerAPITimeout)
+	defer cancel()
+	if _, err := js.Consumer(ctx, stream, consumer); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("consumer %s of bucket %s: %w", consumer, bucket, wire.ErrNotProvisioned)
+	} else if err != nil {
+		return nil, fmt.Errorf("look up consumer %s of bucket %s: %w", consumer, bucket, err)
+	}
+	nc := js.Conn()
+	inbox := nc.NewInbox()
+	msgs := make(chan *nats.Msg, 2*pullBatch)
+	sub, err := nc.ChanSubscribe(inbox, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("read consumer %s of bucket %s: %w", consumer, bucket, err)
+	}
+	// Each message's pending count tells when the stored entries end.
+	// nats-server acknowledges a write before it signals the write to the
+	// consumers (which count it then), and a reset to the sequence a
+	// consumer is already at (one never read is at 1) keeps that running
+	// count: a listing right after a write could see none of it. A reset
+	// from elsewhere recounts from the store, so move it to 2 first. (A
+	// count that is short only ends the stored entries at an earlier
+	// revision: still a contiguous prefix of the stream. The no-wait
+	// requests of the first batches end them too.)
+	if _, err := js.ResetConsumerToSequence(ctx, stream, consumer, 2); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
+	}
+	// A reset restarts the consumer's delivery sequence at 1 (nats-server's
+	// resetLocalStartingSeq, on every replica).
+	if _, err := js.ResetConsumerToSequence(ctx, stream, consumer, 1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
+	}
+	pr := &pullReader{
+		nc: nc, sub: sub, msgs: msgs, inbox: inbox, bucket: bucket, consumer: consumer,
+		next:     apiPrefix(js) + "CONSUMER.MSG.NEXT." + stream + "." + consumer,
+		nextDseq: 1, live: live,
+	}
+	w := &ConsumerWatch{updates: make(chan jetstream.KeyValueEntry, pullBatch), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		w.err = pr.run(w.updates, w.stop)
+		close(w.updates)
+		close(w.stopped)
+		// Keep the inbox until the last request is over (bounded), then
+		// let the next read of the consumer begin.
+		pr.drain()
+		gate <- struct{}{}
+	}()
+	return w, nil
+}
+
+// apiPrefix is the JetStream API prefix js sends requests to.
+func apiPrefix(js jetstream.JetStream) string {
+	o := js.Options()
+	switch {
+	case o.APIPrefix != "":
+		return strings.TrimSuffix(o.APIPrefix, ".") + "."
+	case o.Domain != "":
+		return "$JS." + o.Domain + ".API."
+	}
+	return "$JS.API."
+}
+
+// pullReader is one read of a consumer: its inbox, its one outstanding
+// request, and the continuity of what it received.
+type pullReader struct {
+	nc               *nats.Conn
+	sub              *nats.Subscription
+	msgs             chan *nats.Msg
+	inbox, next      string
+	bucket, consumer string
+
+	nextDseq  uint64    // consumer sequence the next message must carry
+	lastSseq  uint64    // stream sequence of the last message
+	want      int       // messages the outstanding request may still deliver; 0: none outstanding
+	expiresAt time.Time // of the outstanding request
+	live      bool      // go on after the stored entries
+}
+
+// request asks for the next batch, with the expiry and heartbeat of the
+// phase the read is in.
+func (r *pullReader) request(initDone bool) error {
+	expires, heartbeat := storedExpires, storedHeartbeat
+	if initDone {
+		expires, heartbeat = pullExpires, pullHeartbeat
+	}
+	req, err := json.Marshal(struct {
+		Batch     int           `json:"batch"`
+		Expires   time.Duration `json:"expires"`
+		Heartbeat time.Duration `json:"idle_heartbeat"`
+	}{pullBatch, expires, heartbeat})
+	if err != nil {
+		return err
+	}
+	if err := r.nc.PublishRequest(r.next, r.inbox, req); err != nil {
+		return fmt.Errorf("pull from consumer %s of bucket %s: %w", r.consumer, r.bucket, err)
+	}
+	r.want, r.expiresAt = pullBatch, time.Now().Add(expires)
+	return nil
+}
+
+func (r *pullReader) gap(format string, args ...any) error {
+	return fmt.Errorf("consumer %s of bucket %s: %w: %s", r.consumer, r.bucket, ErrConsumerGap, fmt.Sprintf(format, args...))
+}
+
+// run reads until stop is closed or the read fails; the error says why.
+// The stored entries end (nil) with the first message the server sends
+// with nothing pending after it, or with an idle heartbeat naming the last
+// message this read received: the request waited with nothing to deliver,
+// and nothing went elsewhere.
+func (r *pullReader) run(out chan<- jetstream.KeyValueEntry, stop <-chan struct{}) error {
 	send := func(e jetstream.KeyValueEntry) bool {
 		select {
-		case w.updates <- e:
+		case out <- e:
 			return true
-		case <-w.stop:
+		case <-stop:
 			return false
 		}
 	}
-	if initDone && !send(nil) {
-		return
+	initDone := false
+	if err := r.request(initDone); err != nil {
+		return err
 	}
+	silence := time.NewTimer(pullSilence)
+	defer silence.Stop()
 	for {
-		m, err := w.it.Next()
-		if err != nil {
-			w.err = err
-			return
+		var m *nats.Msg
+		select {
+		case <-stop:
+			return nil
+		case <-silence.C:
+			return fmt.Errorf("consumer %s of bucket %s: nothing heard for %s (no message, heartbeat or end of request): the pull request was lost", r.consumer, r.bucket, pullSilence)
+		case m = <-r.msgs:
 		}
-		e, err := entryOf(bucket, m)
-		if err != nil {
+		silence.Reset(pullSilence)
+		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
+			if err := r.status(m, status); err != nil {
+				return err
+			}
+			if status == "100" && !initDone {
+				// Everything the consumer has was delivered, contiguously.
+				initDone = true
+				if !send(nil) || !r.live {
+					return nil
+				}
+			}
+			if r.want == 0 {
+				if err := r.request(initDone); err != nil {
+					return err
+				}
+			}
 			continue
 		}
+		meta, err := m.Metadata()
+		if err != nil {
+			return fmt.Errorf("consumer %s of bucket %s: message without metadata: %w", r.consumer, r.bucket, err)
+		}
+		if meta.Sequence.Consumer != r.nextDseq {
+			return r.gap("received consumer sequence %d, expected %d", meta.Sequence.Consumer, r.nextDseq)
+		}
+		if meta.Sequence.Stream <= r.lastSseq {
+			return r.gap("stream sequence %d after %d", meta.Sequence.Stream, r.lastSseq)
+		}
+		r.nextDseq, r.lastSseq = meta.Sequence.Consumer+1, meta.Sequence.Stream
+		r.want--
+		e := &Entry{
+			bucket:   r.bucket,
+			key:      strings.TrimPrefix(m.Subject, "$KV."+r.bucket+"."),
+			value:    m.Data,
+			revision: meta.Sequence.Stream,
+			created:  meta.Timestamp,
+			delta:    meta.NumPending,
+		}
+		switch m.Header.Get(kvOperation) {
+		case "DEL":
+			e.op = jetstream.KeyValueDelete
+		case "PURGE":
+			e.op = jetstream.KeyValuePurge
+		}
 		if !send(e) {
-			return
+			return nil
 		}
 		if !initDone && e.delta == 0 {
 			initDone = true
-			if !send(nil) {
-				return
+			if !send(nil) || !r.live {
+				return nil
+			}
+		}
+		if r.want == 0 {
+			if err := r.request(initDone); err != nil {
+				return err
 			}
 		}
 	}
 }
 
+// status handles a status message of the server on the read's inbox.
+func (r *pullReader) status(m *nats.Msg, status string) error {
+	switch status {
+	case "100": // idle heartbeat: the consumer's last delivered sequence
+		last := m.Header.Get("Nats-Last-Consumer")
+		n, err := strconv.ParseUint(last, 10, 64)
+		if err != nil {
+			return fmt.Errorf("consumer %s of bucket %s: heartbeat with a bad Nats-Last-Consumer %q", r.consumer, r.bucket, last)
+		}
+		if n != r.nextDseq-1 {
+			return r.gap("the server delivered up to consumer sequence %d, this read received up to %d", n, r.nextDseq-1)
+		}
+		return nil
+	case "404", "408": // no messages or the request expired
+		r.want = 0
+		return nil
+	}
+	r.want = 0
+	return fmt.Errorf("consumer %s of bucket %s: pull request ended: %s %s", r.consumer, r.bucket, status, m.Header.Get("Description"))
+}
+
+// drain drops the read's inbox at once (a server then drops the read's
+// waiting request as soon as it sees nobody listens: at once, or within
+// 2 s on a server with leaf-node or gateway connections) and waits until
+// the request has expired in any case, so the next read of the consumer
+// through this connection cannot meet it.
+func (r *pullReader) drain() {
+	_ = r.sub.Unsubscribe()
+	if r.want == 0 {
+		return
+	}
+	time.Sleep(time.Until(r.expiresAt.Add(pullDrainMargin)))
+}
+
 // Updates delivers entries, nil after the stored ones; it is closed when
-// the watch ends.
+// the watch ends (Err says why).
 func (w *ConsumerWatch) Updates() <-chan jetstream.KeyValueEntry { return w.updates }
 
-// Stop ends the watch and waits for its reader.
+// Err is why the watch ended, once Updates is closed: nil after Stop.
+func (w *ConsumerWatch) Err() error {
+	select {
+	case <-w.stopped:
+		return w.err
+	default:
+		return nil
+	}
+}
+
+// Stop ends the watch and waits for its reader (not for the end of its
+// last pull request: the next read of the consumer waits for that).
 func (w *ConsumerWatch) Stop() {
 	w.stopOnce.Do(func() {
 		close(w.stop)
-		w.it.Stop()
-		<-w.done
 	})
+	<-w.stopped
 }
 
-// consumerLocks serializes the readers of one consumer in this process: a
+// consumerGates serializes the reads of one consumer in this process: a
 // pull consumer hands each message to one waiting request, and a reset
-// restarts everyone, so two concurrent listings would each miss entries.
-var consumerLocks sync.Map // stream/consumer → *sync.Mutex
+// restarts everyone, so two reads at once would each miss entries (and
+// ErrConsumerGap would end them). A read holds its consumer's gate until
+// its last pull request has ended.
+var consumerGates sync.Map // gateKey → chan struct{} holding one token when free
+
+// gateKey names a consumer read through one connection (a closed
+// connection's requests have no one listening: the server drops them).
+type gateKey struct {
+	nc               *nats.Conn
+	stream, consumer string
+}
+
+func consumerGate(nc *nats.Conn, stream, consumer string) chan struct{} {
+	free := make(chan struct{}, 1)
+	free <- struct{}{}
+	g, _ := consumerGates.LoadOrStore(gateKey{nc, stream, consumer}, free)
+	return g.(chan struct{})
+}
+
+// consumerKeysAttempts bounds ConsumerKeys' reads when a read is not
+// contiguous.
+const consumerKeysAttempts = 3
 
 // ConsumerKeys lists the keys whose latest entry is not a deletion, read
 // through consumer from the start. Listings of the same consumer in this
-// process run one at a time.
+// process run one at a time; a read that is not contiguous
+// (ErrConsumerGap) is read again, at most consumerKeysAttempts times.
 func ConsumerKeys(ctx context.Context, js jetstream.JetStream, bucket, consumer string) ([]string, error) {
-	l, _ := consumerLocks.LoadOrStore(wire.BucketStream(bucket)+"/"+consumer, &sync.Mutex{})
-	mu := l.(*sync.Mutex)
-	mu.Lock()
-	defer mu.Unlock()
-	w, err := WatchConsumer(ctx, js, bucket, consumer)
+	var err error
+	for range consumerKeysAttempts {
+		var keys []string
+		if keys, err = consumerKeys(ctx, js, bucket, consumer); !errors.Is(err, ErrConsumerGap) {
+			return keys, err
+		}
+	}
+	return nil, fmt.Errorf("list keys of %s (%d reads): %w", bucket, consumerKeysAttempts, err)
+}
+
+func consumerKeys(ctx context.Context, js jetstream.JetStream, bucket, consumer string) ([]string, error) {
+	stream := wire.BucketStream(bucket)
+	gate := consumerGate(js.Conn(), stream, consumer)
+	select {
+	case <-gate:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("list keys of %s: waiting for the previous read of consumer %s to end: %w", bucket, consumer, ctx.Err())
+	}
+	w, err := startWatch(ctx, js, bucket, consumer, gate, false)
 	if err != nil {
+		gate <- struct{}{}
 		return nil, err
 	}
 	defer w.Stop()
@@ -179,7 +430,7 @@ func ConsumerKeys(ctx context.Context, js jetstream.JetStream, bucket, consumer 
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
-				return nil, fmt.Errorf("reading keys of %s ended early: %w", bucket, w.err)
+				return nil, fmt.Errorf("reading keys of %s ended early: %w", bucket, w.Err())
 			}
 			if e == nil {
 				keys := make([]string, 0, len(live))

@@ -453,3 +453,32 @@ func (c *Cluster) LeafNodes() int {
 	}
 	return n
 }
+
+// ConsumerLeader is the index of the server leading consumer of stream,
+// or -1 when no running server leads it.
+func (c *Cluster) ConsumerLeader(stream, consumer string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, s := range c.servers {
+		if s != nil && s.JetStreamIsConsumerLeader(c.account, stream, consumer) {
+			return i
+		}
+	}
+	return -1
+}
+
+// ConnectNode provisions node on a Secure cluster (NodeCreds) and opens a
+// bus.Conn to every server as that node (its credentials and inbox
+// prefix), named "node-<node>", closed by t.Cleanup.
+func (c *Cluster) ConnectNode(t testing.TB, node string) *bus.Conn {
+	t.Helper()
+	creds := c.NodeCreds(t, node)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := bus.Connect(ctx, bus.Options{URL: c.URL(), CredsFile: creds, InboxPrefix: busauth.NodeInboxPrefix(node), Name: "node-" + node})
+	if err != nil {
+		t.Fatalf("connect to the test cluster as node %s: %v", node, err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}

@@ -124,8 +124,9 @@ func (c *cli) nodeAdd(ctx context.Context, a *busauth.Authority, name, out strin
 	if err := busauth.EnsureNodeConsumers(tctx, cn.js, name); err != nil {
 		return fmt.Errorf("create the consumers of node %q (are the buckets there? actorletctl bootstrap creates them, see docs/security.md): %w", name, err)
 	}
-	// The ConfigMap and Secret buckets (created if missing: actorletctl
-	// bootstrap does not make them), then the node's consumers on them.
+	// The ConfigMap and Secret buckets (created if missing, with the
+	// desired bucket's replicas and placement), then the node's consumers
+	// on them.
 	if err := wire.EnsureObjectBuckets(tctx, cn.js); err != nil {
 		return fmt.Errorf("create the ConfigMap and Secret buckets: %w", err)
 	}

@@ -18,13 +18,13 @@ func TestBootstrapOnCluster(t *testing.T) {
 	t.Setenv("ACTORLET_CREDS", cl.AdminCreds())
 	e := &env{t: t, url: cl.URL()}
 	out := e.mustRun("bootstrap", "--replicas", "3")
-	for _, name := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket, wire.EventsStream} {
+	for _, name := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket, wire.ConfigMapsBucket, wire.SecretsBucket, wire.EventsStream} {
 		if !strings.Contains(out, name) || !strings.Contains(out, "created") {
 			t.Errorf("bootstrap output lacks %s created:\n%s", name, out)
 		}
 	}
 	out = e.mustRun("bootstrap", "--replicas", "3")
-	if strings.Count(out, "unchanged") != 4 || strings.Contains(out, "updated") {
+	if strings.Count(out, "unchanged") != 6 || strings.Contains(out, "updated") {
 		t.Errorf("second bootstrap changed something:\n%s", out)
 	}
 	conn := cl.Connect(t, "check")
@@ -38,6 +38,15 @@ func TestBootstrapOnCluster(t *testing.T) {
 	}
 	if st.Config().Replicas != 3 {
 		t.Errorf("desired bucket has %d replicas, want 3", st.Config().Replicas)
+	}
+	for _, b := range []string{wire.ConfigMapsBucket, wire.SecretsBucket} {
+		kv, err := conn.JS.KeyValue(context.Background(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := kv.Status(context.Background()); err != nil || st.Config().Replicas != 3 {
+			t.Errorf("bucket %s after bootstrap --replicas 3: %v %v, want 3 replicas", b, st, err)
+		}
 	}
 	// A node's credentials may not change the buckets.
 	nodeCreds := cl.NodeCreds(t, "n1")

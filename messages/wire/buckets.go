@@ -143,7 +143,9 @@ type BootstrapResult struct {
 }
 
 // Bootstrap is what an operator runs once per fleet (actorletctl
-// bootstrap): it creates the buckets and stream with s, or brings existing
+// bootstrap): it creates every bucket and stream of the protocol (the
+// desired, status and nodes buckets, the ConfigMap and Secret buckets and
+// the events stream) with s, or brings existing
 // ones to the protocol's settings and to s (replicas may go up or down:
 // this is the operator's explicit choice). It needs the right to create and
 // edit streams; agents never call it. Data is kept.
@@ -152,7 +154,7 @@ func Bootstrap(ctx context.Context, js jetstream.JetStream, s ProtocolSettings) 
 		return nil, fmt.Errorf("bus protocol settings: %w", err)
 	}
 	var out []BootstrapResult
-	for _, cfg := range ProtocolBuckets(s) {
+	for _, cfg := range append(ProtocolBuckets(s), ObjectBucketsWith(s)...) {
 		var r BootstrapResult
 		if err := RetryTransient(ctx, func(ctx context.Context) (err error) {
 			r, err = EnsureBucket(ctx, js, cfg, true)

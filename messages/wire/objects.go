@@ -2,7 +2,9 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,20 +81,36 @@ func ParseObjectKey(key string) (DesiredKey, error) {
 const ObjectsHistory = 1
 
 // ObjectBuckets returns the KV bucket configurations of ConfigMaps and
-// Secrets (ConfigMapsBucket, SecretsBucket).
-func ObjectBuckets() []jetstream.KeyValueConfig {
+// Secrets (ConfigMapsBucket, SecretsBucket) with one replica.
+func ObjectBuckets() []jetstream.KeyValueConfig { return ObjectBucketsWith(ProtocolSettings{}) }
+
+// ObjectBucketsWith returns the object buckets' configurations with s's
+// replicas and placement (Bootstrap makes them like the other buckets).
+func ObjectBucketsWith(s ProtocolSettings) []jetstream.KeyValueConfig {
+	r, p := s.replicas(), s.placement()
 	return []jetstream.KeyValueConfig{
 		{Bucket: ConfigMapsBucket, Description: "actorlet ConfigMaps (operators write, nodes read their scope)", History: ObjectsHistory,
-			Storage: jetstream.FileStorage, Replicas: 1, MaxValueSize: MaxObjectValueSize},
+			Storage: jetstream.FileStorage, Replicas: r, Placement: p, MaxValueSize: MaxObjectValueSize},
 		{Bucket: SecretsBucket, Description: "actorlet Secrets (operators write, nodes read their scope)", History: ObjectsHistory,
-			Storage: jetstream.FileStorage, Replicas: 1, MaxValueSize: MaxObjectValueSize},
+			Storage: jetstream.FileStorage, Replicas: r, Placement: p, MaxValueSize: MaxObjectValueSize},
 	}
 }
 
 // EnsureObjectBuckets creates the object buckets that are missing and
-// leaves existing ones as they are (EnsureBucket without enforcing).
+// leaves existing ones as they are (EnsureBucket without enforcing). A
+// missing one is created with the replicas and placement of the desired
+// bucket (those Bootstrap chose; one replica when there is none yet), so
+// `actorletctl node add` never makes a bucket less replicated than the
+// rest of the fleet's.
 func EnsureObjectBuckets(ctx context.Context, js jetstream.JetStream) error {
-	for _, cfg := range ObjectBuckets() {
+	var s ProtocolSettings
+	if err := RetryTransient(ctx, func(ctx context.Context) (err error) {
+		s, err = ExistingSettings(ctx, js)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, cfg := range ObjectBucketsWith(s) {
 		if err := RetryTransient(ctx, func(ctx context.Context) error {
 			_, err := EnsureBucket(ctx, js, cfg, false)
 			return err
@@ -101,4 +119,23 @@ func EnsureObjectBuckets(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}
 	return nil
+}
+
+// ExistingSettings reads the replicas and placement of the desired bucket:
+// what Bootstrap (or the first agent) chose for the fleet. Without the
+// bucket it returns the defaults (one replica).
+func ExistingSettings(ctx context.Context, js jetstream.JetStream) (ProtocolSettings, error) {
+	stream, err := js.Stream(ctx, BucketStream(DesiredBucket))
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return ProtocolSettings{}, nil
+	}
+	if err != nil {
+		return ProtocolSettings{}, fmt.Errorf("read the settings of bucket %q: %w", DesiredBucket, err)
+	}
+	cfg := stream.CachedInfo().Config
+	s := ProtocolSettings{Replicas: max(cfg.Replicas, 1)}
+	if p := cfg.Placement; p != nil {
+		s.Cluster, s.Tags = p.Cluster, slices.Clone(p.Tags)
+	}
+	return s, nil
 }

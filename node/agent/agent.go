@@ -341,6 +341,7 @@ func (a *Agent) startSources(ctx context.Context) error {
 	src, err := remote.Start(ctx, remote.Config{
 		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), NodeTaints: cfg.RegisterWithTaints, Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
 		OnInvalid: func(key string, err error) { a.metrics.invalidUpdates.Inc() },
+		OnRemove:  func(cause remote.RemovalCause) { a.metrics.removals.WithLabelValues(string(cause)).Inc() },
 	})
 	if err != nil {
 		return fmt.Errorf("start the remote pod source: %w", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/actorlet/actorlet/actors/pleg"
 	"github.com/actorlet/actorlet/actors/supervisor"
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/sources/remote"
 )
 
 // agentMetrics are the agent's Prometheus metrics: the kubelet's names where
@@ -37,6 +38,7 @@ type agentMetrics struct {
 	runningCtrs    prometheus.Gauge
 	updates        *prometheus.CounterVec
 	invalidUpdates prometheus.Counter
+	removals       *prometheus.CounterVec
 	messages       *prometheus.CounterVec
 	restarts       prometheus.Counter
 	mailboxDepth   atomic.Int64
@@ -66,6 +68,8 @@ func newAgentMetrics() *agentMetrics {
 			Help: "Pods in updates from the config mux to the supervisor, by op."}, []string{"op"}),
 		invalidUpdates: prometheus.NewCounter(prometheus.CounterOpts{Name: "actorlet_invalid_pod_updates_total",
 			Help: "Desired-pod entries rejected as malformed or invalid."}),
+		removals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "actorlet_remote_pod_removals_total",
+			Help: "Pods the remote source removed, by cause (tombstone, purge, absent, placement, taint, shadowed, replaced)."}, []string{"cause"}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "actorlet_actor_messages_handled_total",
 			Help: "Messages handled, by actor kind."}, []string{"actor"}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "actorlet_actor_restarts_total",
@@ -74,11 +78,14 @@ func newAgentMetrics() *agentMetrics {
 		running:   map[types.UID]int{},
 	}
 	m.reg.MustRegister(m.podStart, m.podWorker, m.relistDuration, m.relistInterval, m.runningPods, m.runningCtrs,
-		m.updates, m.invalidUpdates, m.messages, m.restarts,
+		m.updates, m.invalidUpdates, m.removals, m.messages, m.restarts,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "actorlet_actor_mailbox_depth",
 			Help: "Messages posted to actor mailboxes and not yet handled, over all actors."},
 			func() float64 { return float64(m.mailboxDepth.Load()) }),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range remote.RemovalCauses { // every cause shows, at 0
+		m.removals.WithLabelValues(string(c))
+	}
 	return m
 }
 

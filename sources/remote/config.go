@@ -47,6 +47,9 @@ type Config struct {
 	Recorder Recorder
 	// OnInvalid, optional, is told about every rejected entry.
 	OnInvalid func(key string, err error)
+	// OnRemove, optional, is told the cause of every pod the source
+	// removes (metrics).
+	OnRemove func(cause RemovalCause)
 	// Clock paces re-watch back-off; nil means the real clock.
 	Clock clock.Clock
 }

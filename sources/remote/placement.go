@@ -173,7 +173,7 @@ func (s *Source) reevaluate(ctx context.Context) {
 		if s.cfg.Recorder != nil {
 			s.cfg.Recorder.Eventf(pod, v1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
 		}
-		s.send(messages.OpRemove, pod)
+		s.remove(key, pod, CauseTaint)
 	}
 	if s.evictTimer != nil {
 		s.evictTimer()

@@ -28,6 +28,8 @@ const NameConflictReason = "NameConflict"
 type update struct {
 	op  messages.Op
 	pod *v1.Pod
+	// cause says why a removal (OpRemove) happens.
+	cause RemovalCause
 }
 
 // step applies one entry (transition) and the clash rule, and returns the
@@ -35,8 +37,8 @@ type update struct {
 func (s *Source) step(ctx context.Context, e jetstream.KeyValueEntry) []update {
 	key := e.Key()
 	var out []update
-	if op, pod, ok := s.transition(ctx, e); ok {
-		out = append(out, update{op, pod})
+	if u, ok := s.transition(ctx, e); ok {
+		out = append(out, u)
 	}
 	dk, err := wire.ParseDesiredKey(key)
 	if err != nil {
@@ -51,7 +53,7 @@ func (s *Source) step(ctx context.Context, e jetstream.KeyValueEntry) []update {
 				// The fleet pod made way: stop it before the node pod starts.
 				delete(s.delivered, fleetKey)
 				s.shadow(fleetKey, key, fp)
-				out = append([]update{{messages.OpRemove, fp}}, out...)
+				out = append([]update{{messages.OpRemove, fp, CauseShadowed}}, out...)
 			}
 			return out
 		}
@@ -112,5 +114,5 @@ func (s *Source) freeName(key string) []update {
 	delete(s.shadowed, fleetKey)
 	s.delivered[fleetKey] = fp
 	klog.InfoS("Fleet pod no longer shadowed by a node pod", "key", fleetKey, "pod", klog.KObj(fp))
-	return []update{{messages.OpAdd, fp}}
+	return []update{{op: messages.OpAdd, pod: fp}}
 }

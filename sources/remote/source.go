@@ -22,7 +22,10 @@ import (
 const (
 	rewatchBase = 100 * time.Millisecond
 	rewatchMax  = 5 * time.Second
-	// initialTimeout bounds the wait for a watcher's initial values.
+	// initialTimeout bounds the read of the stored entries: the consumer
+	// read itself ends (with an error) after a few seconds without word
+	// from the server (bus.ConsumerWatch), so this only stops a read that
+	// keeps receiving without ever reaching the end.
 	initialTimeout = 30 * time.Second
 )
 
@@ -52,6 +55,8 @@ type Source struct {
 	nodeNames map[string]string
 	shadowed  map[string]*v1.Pod
 	sentSet   bool
+	watches   int                  // watches whose stored entries were applied
+	removals  map[RemovalCause]int // removals of the current watch's re-read, for its log line
 	// unconfirmed are keys a stale re-watch snapshot lacked, with the
 	// revision the watch must reach before they count as gone (stale.go).
 	unconfirmed map[string]uint64
@@ -106,6 +111,7 @@ func newSource(cfg Config, kv jetstream.KeyValue, cancel context.CancelFunc) *So
 		entries:   map[string]jetstream.KeyValueEntry{},
 		waiting:   map[string]jetstream.KeyValueEntry{},
 		evictAt:   map[string]time.Time{},
+		removals:  map[RemovalCause]int{},
 	}
 	s.node.view = newNodeView(cfg.NodeName, cfg.NodeLabels, cfg.NodeTaints)
 	s.node.changed = make(chan struct{}, 1)
@@ -138,7 +144,7 @@ func (s *Source) run(ctx context.Context) {
 			backoff = rewatchBase
 		}
 		if errors.Is(err, errResync) {
-			klog.V(2).InfoS("Re-watching desired pods after reconnect", "node", s.cfg.NodeName)
+			klog.InfoS("Re-watching desired pods after reconnect", "node", s.cfg.NodeName)
 			continue
 		}
 		klog.ErrorS(err, "Watching desired pods failed, retrying", "node", s.cfg.NodeName, "backoff", backoff)
@@ -172,19 +178,22 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	defer w.Stop()
 
 	initial := map[string]jetstream.KeyValueEntry{}
+	var read readStats
 	timeout := s.cfg.Clock.After(initialTimeout)
 	for initDone := false; !initDone; {
 		select {
 		case <-timeout:
-			return false, fmt.Errorf("initial values of %s not received within %s", wire.DesiredBucket, initialTimeout)
+			return false, fmt.Errorf("stored entries of %s not all read within %s (read %d entries, revisions %d–%d)",
+				wire.DesiredBucket, initialTimeout, read.entries, read.first, read.last)
 		case e, ok := <-w.Updates():
 			if !ok {
-				return false, errWatchClosed
+				return false, fmt.Errorf("%w: %w", errWatchClosed, w.Err())
 			}
 			if e == nil {
 				initDone = true
 				break
 			}
+			read.add(e)
 			initial[e.Key()] = e
 		case <-s.resync:
 			return false, errResync
@@ -192,7 +201,12 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 			return false, ctx.Err()
 		}
 	}
+	s.removals = map[RemovalCause]int{}
 	s.applyInitial(ctx, initial)
+	klog.InfoS("Read the desired pods", "node", s.cfg.NodeName, "rewatch", s.watches > 0,
+		"entries", read.entries, "keys", len(initial), "firstRevision", read.first, "lastRevision", read.last,
+		"delivered", len(s.delivered), "removed", s.removals, "unconfirmed", len(s.unconfirmed))
+	s.watches++
 
 	s.reevaluate(ctx) // taints may evict, and labels may have changed meanwhile
 	for {
@@ -201,7 +215,7 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 			s.reevaluate(ctx)
 		case e, ok := <-w.Updates():
 			if !ok {
-				return true, errWatchClosed
+				return true, fmt.Errorf("%w: %w", errWatchClosed, w.Err())
 			}
 			if e != nil {
 				s.apply(ctx, e)
@@ -228,7 +242,7 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 	for _, k := range keys {
 		for _, u := range s.step(ctx, initial[k]) {
 			if !first {
-				s.send(u.op, u.pod)
+				s.emit(k, u)
 			}
 		}
 	}
@@ -240,7 +254,14 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 		held = append(held, k)
 	}
 	gone, unsure := s.goneIn(initial, held)
-	s.removeGone(gone)
+	s.removeGone(gone, func(k string) RemovalCause {
+		if e, ok := initial[k]; ok && e.Operation() == jetstream.KeyValuePurge {
+			return CausePurge
+		} else if ok {
+			return CauseTombstone
+		}
+		return CauseAbsent
+	})
 	s.unconfirmed = unsure
 	if len(unsure) > 0 {
 		klog.InfoS("Re-watch read a stale copy of the desired bucket; keys it lacks keep their pods until the watch catches up",
@@ -256,7 +277,6 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 			pods = append(pods, pod.DeepCopy())
 		}
 	}
-	klog.InfoS("Desired pods loaded", "node", s.cfg.NodeName, "pods", len(pods), "keys", len(keys))
 	s.cfg.Out(messages.PodUpdate{Op: messages.OpSet, Pods: pods, Source: messages.SourceRemote})
 	s.pruneStatuses(ctx)
 }
@@ -265,7 +285,7 @@ func (s *Source) applyInitial(ctx context.Context, initial map[string]jetstream.
 func (s *Source) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	added := false
 	for _, u := range s.step(ctx, e) {
-		s.send(u.op, u.pod)
+		s.emit(e.Key(), u)
 		added = added || u.op == messages.OpAdd
 	}
 	s.confirm(e)
@@ -277,6 +297,20 @@ func (s *Source) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 func (s *Source) send(op messages.Op, pod *v1.Pod) {
 	klog.V(2).InfoS("Desired pod changed", "op", op, "pod", klog.KObj(pod), "podUID", pod.UID)
 	s.cfg.Out(messages.PodUpdate{Op: op, Pods: []*v1.Pod{pod.DeepCopy()}, Source: messages.SourceRemote})
+}
+
+// readStats describes the stored entries a watch read, for its log line.
+type readStats struct {
+	entries     int
+	first, last uint64 // revisions
+}
+
+func (r *readStats) add(e jetstream.KeyValueEntry) {
+	if r.entries == 0 {
+		r.first = e.Revision()
+	}
+	r.entries++
+	r.last = e.Revision()
 }
 
 func isDeletion(e jetstream.KeyValueEntry) bool {

@@ -5,8 +5,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/klog/v2"
-
-	"github.com/actorlet/actorlet/messages"
 )
 
 // A re-watch reads the node's consumer from the start on whichever server
@@ -29,7 +27,11 @@ import (
 //     up — if the key has not shown up by then, it is gone.
 //
 // So a stale copy delays a removal; it never removes a pod the stream
-// still has (TestStaleSnapshotRemovesNothing).
+// still has (TestStaleSnapshotRemovesNothing). All of this rests on the
+// snapshot being every entry of the node's filter up to its newest
+// revision: bus.ConsumerWatch proves that for every read (consumer
+// sequences without a gap, heartbeats that agree) or ends the read with
+// bus.ErrConsumerGap, and the source reads again (docs/fleet.md).
 
 // goneIn sorts the delivered (or shadowed) keys missing from a re-watch's
 // snapshot into those provably gone and those to confirm later.
@@ -54,8 +56,9 @@ func (s *Source) goneIn(initial map[string]jetstream.KeyValueEntry, keys []strin
 	return gone, unsure
 }
 
-// removeGone removes the pods of keys that are gone from the bucket.
-func (s *Source) removeGone(keys []string) {
+// removeGone removes the pods of keys that are gone from the bucket, for
+// cause (a tombstone or purge the snapshot holds, or absence).
+func (s *Source) removeGone(keys []string, cause func(key string) RemovalCause) {
 	for _, k := range keys {
 		pod, ok := s.delivered[k]
 		if !ok {
@@ -63,13 +66,16 @@ func (s *Source) removeGone(keys []string) {
 			continue
 		}
 		delete(s.delivered, k)
-		s.send(messages.OpRemove, s.forceDeleted(pod))
+		s.remove(k, s.forceDeleted(pod), cause(k))
 		// A node key gone while the watch was down frees its name.
 		for _, u := range s.freeName(k) {
-			s.send(u.op, u.pod)
+			s.emit(k, u)
 		}
 	}
 }
+
+// absent is the cause of keys a re-read no longer has.
+func absent(string) RemovalCause { return CauseAbsent }
 
 // confirm is called with every live entry: keys of a stale snapshot whose
 // revision the watch has now reached without seeing them are gone.
@@ -89,6 +95,7 @@ func (s *Source) confirm(e jetstream.KeyValueEntry) {
 		return
 	}
 	sort.Strings(gone)
-	klog.InfoS("Desired keys missing from a stale snapshot are gone", "node", s.cfg.NodeName, "keys", len(gone))
-	s.removeGone(gone)
+	klog.InfoS("Desired keys missing from a stale snapshot are gone: the watch passed their revisions without them",
+		"node", s.cfg.NodeName, "keys", gone, "revision", e.Revision())
+	s.removeGone(gone, absent)
 }

@@ -27,10 +27,10 @@ import (
 //
 // Entries at or below a key's last applied revision are replays (after a
 // re-watch) and change nothing.
-func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (messages.Op, *v1.Pod, bool) {
+func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (update, bool) {
 	key := e.Key()
 	if e.Revision() <= s.revs[key] {
-		return 0, nil, false
+		return update{}, false
 	}
 	s.revs[key] = e.Revision()
 	old := s.delivered[key]
@@ -39,16 +39,20 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 		s.forget(key)
 		s.clearRejected(ctx, key)
 		if old == nil {
-			return 0, nil, false
+			return update{}, false
 		}
 		delete(s.delivered, key)
-		return messages.OpRemove, s.forceDeleted(old), true
+		cause := CauseTombstone
+		if e.Operation() == jetstream.KeyValuePurge {
+			cause = CausePurge
+		}
+		return update{messages.OpRemove, s.forceDeleted(old), cause}, true
 	}
 
 	dk, err := wire.ParseDesiredKey(key)
 	if err != nil {
 		s.reject(ctx, key, nil, err, old != nil)
-		return 0, nil, false
+		return update{}, false
 	}
 	pod, v, err := s.admit(dk, key, e.Value())
 	s.remember(e, v == ignored)
@@ -56,13 +60,13 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 	case ignored:
 		s.clearRejected(ctx, key)
 		if old == nil {
-			return 0, nil, false
+			return update{}, false
 		}
 		delete(s.delivered, key)
-		return messages.OpRemove, old, true
+		return update{messages.OpRemove, old, CausePlacement}, true
 	case rejected:
 		s.reject(ctx, key, &dk, err, old != nil)
-		return 0, nil, false
+		return update{}, false
 	}
 
 	if old == nil || s.rejected[key] {
@@ -72,20 +76,20 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (mes
 	s.delivered[key] = pod
 	switch {
 	case old == nil:
-		return messages.OpAdd, pod, true
+		return update{op: messages.OpAdd, pod: pod}, true
 	case apiequality.Semantic.DeepEqual(old, pod):
-		return 0, nil, false
+		return update{}, false
 	case old.UID != pod.UID:
 		// Deleted and created again (a node that missed the delete sees the
 		// UID change in place): as the kubelet does for a new UID, the old
 		// pod is gone at once and the new one is a new pod.
 		klog.InfoS("Desired pod replaced by a pod with another UID", "key", key, "pod", klog.KObj(pod), "oldUID", old.UID, "podUID", pod.UID)
-		s.send(messages.OpRemove, s.forceDeleted(old))
-		return messages.OpAdd, pod, true
+		s.remove(key, s.forceDeleted(old), CauseReplaced)
+		return update{op: messages.OpAdd, pod: pod}, true
 	case pod.DeletionTimestamp != nil:
-		return messages.OpDelete, pod, true
+		return update{op: messages.OpDelete, pod: pod}, true
 	default:
-		return messages.OpUpdate, pod, true
+		return update{op: messages.OpUpdate, pod: pod}, true
 	}
 }
 

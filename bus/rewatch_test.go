@@ -1,0 +1,145 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/messages/wire/busauth"
+)
+
+// readStored reads the node's desired consumer the way a re-watch does
+// and returns the keys of the stored entries (those before nil), or the
+// error that ended the read.
+func readStored(ctx context.Context, t *testing.T, c *bus.Conn, node string) ([]string, error) {
+	t.Helper()
+	w, err := bus.WatchConsumer(ctx, c.JS, wire.DesiredBucket, wire.NodeDesiredConsumer(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var keys []string
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return keys, w.Err()
+			}
+			if e == nil {
+				sort.Strings(keys)
+				return keys, nil
+			}
+			keys = append(keys, e.Key())
+		case <-ctx.Done():
+			t.Fatalf("stored entries not read: %v (read %d)", ctx.Err(), len(keys))
+		}
+	}
+}
+
+// TestSecondReadSeesEverything (issue 18): a read of the node's consumer
+// right after (200 ms) an earlier read stopped sees every stored entry.
+// On servers with leaf-node listeners (a hub), nats-server counts a pull
+// request as wanted for 2 s after it arrived even when nobody listens on
+// its inbox any more, so the waiting request of the stopped read took the
+// replayed messages: the second read got nothing, or only the newest
+// entry, and a live write then looked like the end of the stored entries.
+func TestSecondReadSeesEverything(t *testing.T) {
+	for _, kind := range []string{"server", "cluster", "hub"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := testContext(t)
+			var c *bus.Conn
+			switch kind {
+			case "server":
+				c = bustest.ConnectWithProtocol(t, bustest.StartServer(t, bustest.ServerOptions{}))
+			case "cluster":
+				c = bustest.StartCluster(t, 3).ConnectWithProtocol(t, "op", 3)
+			case "hub":
+				c = bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Leaf: true}).ConnectWithProtocol(t, "op", 3)
+			}
+			const node, n = "n1", 10
+			if err := busauth.EnsureNodeConsumers(ctx, c.JS, node); err != nil {
+				t.Fatal(err)
+			}
+			kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < n; i++ {
+				if _, err := kv.Put(ctx, wire.DesiredNodeKey(node, "default", fmt.Sprint("p", i)), []byte("{}")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for round := 0; round < 2; round++ {
+				keys, err := readStored(ctx, t, c, node)
+				if err != nil {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				if len(keys) != n {
+					t.Fatalf("round %d: read %d keys %v, want %d", round, len(keys), keys, n)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestWatchConsumerGapEndsRead: a pull request of another reader on the
+// node's consumer takes some of the messages; the read never presents
+// what it got as the whole stored state: it ends with ErrConsumerGap, or
+// (when the other request happened to get nothing) lists every key.
+func TestWatchConsumerGapEndsRead(t *testing.T) {
+	srv := bustest.StartServer(t, bustest.ServerOptions{})
+	c := bustest.ConnectWithProtocol(t, srv)
+	ctx := testContext(t)
+	const node, n = "n1", 50
+	if err := busauth.EnsureNodeConsumers(ctx, c.JS, node); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if _, err := kv.Put(ctx, wire.DesiredNodeKey(node, "default", fmt.Sprint("p", i)), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := bustest.Connect(t, srv)
+	inbox := other.NC.NewInbox()
+	stolen := make(chan *nats.Msg, 1000)
+	if _, err := other.NC.ChanSubscribe(inbox, stolen); err != nil {
+		t.Fatal(err)
+	}
+	subject := "$JS.API.CONSUMER.MSG.NEXT." + busauth.DesiredStream + "." + wire.NodeDesiredConsumer(node)
+	// A waiting request, as a read in another process leaves one behind.
+	if err := other.NC.PublishRequest(subject, inbox, []byte(`{"batch":10000,"expires":60000000000}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	gaps := 0
+	for round := 0; round < 3; round++ {
+		keys, err := readStored(ctx, t, c, node)
+		switch {
+		case errors.Is(err, bus.ErrConsumerGap):
+			gaps++
+		case err != nil:
+			t.Fatalf("round %d: %v", round, err)
+		case len(keys) != n:
+			t.Fatalf("round %d: read %d keys as the whole state, want %d", round, len(keys), n)
+		}
+	}
+	if gaps == 0 {
+		t.Fatalf("no read saw the other reader's request take a message (%d taken)", len(stolen))
+	}
+	t.Logf("%d of 3 reads ended with a gap; the other reader took %d messages", gaps, len(stolen))
+}

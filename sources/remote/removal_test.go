@@ -1,0 +1,63 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/actorlet/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/node/publish"
+	"github.com/actorlet/actorlet/test/testutil"
+)
+
+// TestRemovalCauses: every removal reaches OnRemove with its cause (the
+// agent counts them in actorlet_remote_pod_removals_total).
+func TestRemovalCauses(t *testing.T) {
+	const node = "n1"
+	e := newEnv(t)
+	nodeConn := bustest.ConnectNode(t, e.srv, node)
+	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: nodeConn.JS, NodeName: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(statuses.Stop)
+	var mu sync.Mutex
+	var causes []RemovalCause
+	c := &collector{invalid: map[string]error{}}
+	s, err := Start(e.ctx, Config{Conn: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c,
+		OnRemove: func(cause RemovalCause) {
+			mu.Lock()
+			defer mu.Unlock()
+			causes = append(causes, cause)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	c.waitUpdates(t, 1)
+	kv, err := e.conn.JS.KeyValue(e.ctx, wire.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := wire.DesiredNodeKey(node, "default", "a"), wire.DesiredNodeKey(node, "default", "b")
+	e.put(t, a, podJSON(t, "default", "a", "img:1"))
+	e.put(t, b, podJSON(t, "default", "b", "img:1"))
+	c.waitUpdates(t, 3)
+	e.del(t, a)
+	if err := kv.Purge(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	c.waitUpdates(t, 5)
+	want := []RemovalCause{CauseTombstone, CausePurge}
+	testutil.Eventually(t, waitFor, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !reflect.DeepEqual(causes, want) {
+			return fmt.Errorf("removal causes %v, want %v", causes, want)
+		}
+		return nil
+	})
+}
