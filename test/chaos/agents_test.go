@@ -22,11 +22,20 @@ type agentProc struct {
 	root string
 	args []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *os.File
+	// onExit is called when the agent exits by itself (not by Signal),
+	// with its exit status and the last line it logged; the agent is then
+	// started again after restartDelay, as systemd's Restart=always would.
+	onExit func(node, status, lastLine string)
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{}
+	log    *os.File
+	closed bool
 }
+
+// restartDelay is how long an agent that exited by itself stays down.
+const restartDelay = time.Second
 
 func newAgent(bin, node, root, url, creds, labels string) *agentProc {
 	return &agentProc{node: node, root: root, args: []string{
@@ -42,7 +51,7 @@ func (a *agentProc) logPath() string { return filepath.Join(a.root, "agent.log")
 func (a *agentProc) Start() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.done != nil {
+	if a.done != nil || a.closed {
 		return nil
 	}
 	if a.log == nil {
@@ -58,9 +67,34 @@ func (a *agentProc) Start() error {
 		return fmt.Errorf("start agent %s: %w", a.node, err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+		a.mu.Lock()
+		byItself := a.done == done && !a.closed // Signal clears done first
+		if byItself {
+			a.done = nil
+		}
+		a.mu.Unlock()
+		if byItself {
+			if a.onExit != nil {
+				a.onExit(a.node, cmd.ProcessState.String(), a.lastLine())
+			}
+			time.AfterFunc(restartDelay, func() { _ = a.Start() })
+		}
+	}()
 	a.cmd, a.done = cmd, done
 	return nil
+}
+
+// lastLine is the last line of the agent's log.
+func (a *agentProc) lastLine() string {
+	b, err := os.ReadFile(a.logPath())
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return lines[len(lines)-1]
 }
 
 // Signal sends sig and waits until the agent has exited (SIGKILL after
@@ -90,6 +124,9 @@ func (a *agentProc) Running() bool {
 }
 
 func (a *agentProc) close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
 	a.Signal(syscall.SIGKILL)
 	a.mu.Lock()
 	defer a.mu.Unlock()

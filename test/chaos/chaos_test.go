@@ -89,6 +89,7 @@ func TestChaos(t *testing.T) {
 		_ = os.RemoveAll(dir)
 	})
 	run := fmt.Sprintf("chaos%d", time.Now().UnixNano())
+	m := newModel(run)
 	var agents []*agentProc
 	t.Cleanup(func() { killEverything(t, dir, run, agents) }) // every agent started below
 	cl := startCluster(t, natsServerBin, dir, 3)
@@ -112,6 +113,10 @@ func TestChaos(t *testing.T) {
 		labels := "chaos=yes,chaos-group=" + []string{"a", "b"}[i%2]
 		nodeLabels[node] = parseLabels(labels)
 		a := newAgent(actorletBin, node, root, cl.AgentURL(), creds, labels)
+		a.onExit = func(node, status, last string) {
+			m.agentExited(node, status, last)
+			t.Logf("%s agent %s exited by itself (%s), started again in %s; its last log line: %s", m.since(time.Now()), node, status, restartDelay, last)
+		}
 		if err := a.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -140,7 +145,6 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m := newModel(run)
 	ck := newChecker(m)
 	rnd := rand.New(rand.NewSource(*seed))
 	w := &workload{m: m, kv: desired, rnd: rand.New(rand.NewSource(rnd.Int63())), nodes: nodes, nodeLabels: nodeLabels,
@@ -310,6 +314,10 @@ func report(m *model, convergence time.Duration, convErr error) string {
 		byViolation[v.kind]++
 	}
 	fmt.Fprintf(&b, "container processes observed: %d (pods on nodes: %d)\n", m.observedPIDs, m.observedPlacements)
+	fmt.Fprintf(&b, "agents that exited by themselves (started again after %s, as systemd would): %d\n", restartDelay, len(m.exits))
+	for _, e := range m.exits {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
 	fmt.Fprintf(&b, "violations: %d", len(m.violations))
 	for _, k := range []string{"killed", "status deleted", "ran twice", "ran again", "not gone", "wrong node", "unknown pod", "lost write"} {
 		if byViolation[k] > 0 {

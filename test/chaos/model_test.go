@@ -130,6 +130,18 @@ type model struct {
 	reported   map[string]bool // kind/pod/node already reported
 
 	observedPIDs, observedPlacements int // what the checker saw in /proc
+
+	exits []string // agents that exited by themselves: when, which, why
+}
+
+// agentExited records an agent that exited by itself.
+func (m *model) agentExited(node, status, last string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(last) > 300 {
+		last = last[:300] + "…"
+	}
+	m.exits = append(m.exits, fmt.Sprintf("%s %s (%s): %s", m.since(time.Now()), node, status, last))
 }
 
 func newModel(run string) *model {
