@@ -90,6 +90,7 @@ func TestChaos(t *testing.T) {
 	})
 	run := fmt.Sprintf("chaos%d", time.Now().UnixNano())
 	m := newModel(run)
+	m.logf = t.Logf
 	var agents []*agentProc
 	t.Cleanup(func() { killEverything(t, dir, run, agents) }) // every agent started below
 	cl := startCluster(t, natsServerBin, dir, 3)

@@ -121,6 +121,7 @@ type opStats struct{ acked, failed int }
 type model struct {
 	run   string
 	start time.Time
+	logf  func(format string, args ...any)
 
 	mu         sync.Mutex
 	pods       map[string]*podState
@@ -171,7 +172,11 @@ func (m *model) violateLocked(kind, pod, node, detail string) {
 		return
 	}
 	m.reported[id] = true
-	m.violations = append(m.violations, violation{at: time.Now(), kind: kind, pod: pod, node: node, detail: detail})
+	v := violation{at: time.Now(), kind: kind, pod: pod, node: node, detail: detail}
+	m.violations = append(m.violations, v)
+	if m.logf != nil { // as it happens, for long runs; the details come at the end
+		m.logf("%s violation %s: pod %s on node %q: %s", m.since(v.at), kind, pod, node, detail)
+	}
 }
 
 // activeLocked reports whether a fault is being injected now, and the
