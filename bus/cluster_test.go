@@ -1,11 +1,12 @@
 package bus_test
 
 import (
-	"github.com/actorlet/actorlet/messages/wire"
+	"context"
 	"testing"
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/bus/bustest"
+	"github.com/actorlet/actorlet/messages/wire"
 )
 
 // TestProtocolReplicasOnCluster: the first agent creates R3 buckets on a
@@ -25,15 +26,7 @@ func TestProtocolReplicasOnCluster(t *testing.T) {
 	replicas := func() map[string]int {
 		got := map[string]int{}
 		for _, b := range []string{wire.DesiredBucket, wire.StatusBucket, wire.NodesBucket, wire.ConfigMapsBucket, wire.SecretsBucket} {
-			kv, err := later.JS.KeyValue(ctx, b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := kv.Status(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[b] = st.Config().Replicas
+			got[b] = bucketReplicas(ctx, t, later, b)
 		}
 		s, err := later.JS.Stream(ctx, wire.EventsStream)
 		if err != nil {
@@ -80,16 +73,22 @@ func TestObjectBucketsTakeTheFleetsReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range []string{wire.ConfigMapsBucket, wire.SecretsBucket} {
-		kv, err := op.JS.KeyValue(ctx, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := kv.Status(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Config().Replicas != 3 {
-			t.Errorf("%s created with %d replicas on an R3 fleet, want 3", b, st.Config().Replicas)
+		if r := bucketReplicas(ctx, t, op, b); r != 3 {
+			t.Errorf("%s created with %d replicas on an R3 fleet, want 3", b, r)
 		}
 	}
+}
+
+// bucketReplicas is bucket's number of replicas.
+func bucketReplicas(ctx context.Context, t *testing.T, c *bus.Conn, bucket string) int {
+	t.Helper()
+	kv, err := c.JS.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Config().Replicas
 }

@@ -87,7 +87,7 @@ type ConsumerWatch struct {
 	updates  chan jetstream.KeyValueEntry
 	stopOnce sync.Once
 	stop     chan struct{}
-	stopped  chan struct{} // closed after updates
+	stopped  chan struct{} // closed when the reader is done, just before updates
 	err      error
 }
 
@@ -139,8 +139,8 @@ func startWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer st
 	// count: a listing right after a write could see none of it. A reset
 	// from elsewhere recounts from the store, so move it to 2 first. (A
 	// count that is short only ends the stored entries at an earlier
-	// revision: still a contiguous prefix of the stream. The no-wait
-	// requests of the first batches end them too.)
+	// revision: still a contiguous prefix of the stream. An idle
+	// heartbeat that names the read's last message ends them too.)
 	if _, err := js.ResetConsumerToSequence(ctx, stream, consumer, 2); err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
@@ -159,10 +159,10 @@ func startWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer st
 	w := &ConsumerWatch{updates: make(chan jetstream.KeyValueEntry, pullBatch), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		w.err = pr.run(w.updates, w.stop)
+		close(w.stopped) // first: Err answers once Updates is closed
 		close(w.updates)
-		close(w.stopped)
-		// Keep the inbox until the last request is over (bounded), then
-		// let the next read of the consumer begin.
+		// Drop the inbox, and let the next read of the consumer begin
+		// once the last request has expired.
 		pr.drain()
 		gate <- struct{}{}
 	}()
@@ -238,7 +238,19 @@ func (r *pullReader) run(out chan<- jetstream.KeyValueEntry, stop <-chan struct{
 		}
 	}
 	initDone := false
-	if err := r.request(initDone); err != nil {
+	// storedEnd marks the end of the stored entries; false: stop reading.
+	storedEnd := func() bool {
+		initDone = true
+		return send(nil) && r.live
+	}
+	// renew asks for the next batch once the outstanding request is over.
+	renew := func() error {
+		if r.want > 0 {
+			return nil
+		}
+		return r.request(initDone)
+	}
+	if err := renew(); err != nil {
 		return err
 	}
 	silence := time.NewTimer(pullSilence)
@@ -257,61 +269,59 @@ func (r *pullReader) run(out chan<- jetstream.KeyValueEntry, stop <-chan struct{
 			if err := r.status(m, status); err != nil {
 				return err
 			}
-			if status == "100" && !initDone {
-				// Everything the consumer has was delivered, contiguously.
-				initDone = true
-				if !send(nil) || !r.live {
-					return nil
-				}
+			// A heartbeat that agrees: everything the consumer has was
+			// delivered, contiguously.
+			if status == "100" && !initDone && !storedEnd() {
+				return nil
 			}
-			if r.want == 0 {
-				if err := r.request(initDone); err != nil {
-					return err
-				}
+			if err := renew(); err != nil {
+				return err
 			}
 			continue
 		}
-		meta, err := m.Metadata()
+		e, err := r.entry(m)
 		if err != nil {
-			return fmt.Errorf("consumer %s of bucket %s: message without metadata: %w", r.consumer, r.bucket, err)
+			return err
 		}
-		if meta.Sequence.Consumer != r.nextDseq {
-			return r.gap("received consumer sequence %d, expected %d", meta.Sequence.Consumer, r.nextDseq)
-		}
-		if meta.Sequence.Stream <= r.lastSseq {
-			return r.gap("stream sequence %d after %d", meta.Sequence.Stream, r.lastSseq)
-		}
-		r.nextDseq, r.lastSseq = meta.Sequence.Consumer+1, meta.Sequence.Stream
-		r.want--
-		e := &Entry{
-			bucket:   r.bucket,
-			key:      strings.TrimPrefix(m.Subject, "$KV."+r.bucket+"."),
-			value:    m.Data,
-			revision: meta.Sequence.Stream,
-			created:  meta.Timestamp,
-			delta:    meta.NumPending,
-		}
-		switch m.Header.Get(kvOperation) {
-		case "DEL":
-			e.op = jetstream.KeyValueDelete
-		case "PURGE":
-			e.op = jetstream.KeyValuePurge
-		}
-		if !send(e) {
+		if !send(e) || (!initDone && e.delta == 0 && !storedEnd()) {
 			return nil
 		}
-		if !initDone && e.delta == 0 {
-			initDone = true
-			if !send(nil) || !r.live {
-				return nil
-			}
-		}
-		if r.want == 0 {
-			if err := r.request(initDone); err != nil {
-				return err
-			}
+		if err := renew(); err != nil {
+			return err
 		}
 	}
+}
+
+// entry checks a delivered message's place in the read and makes it an
+// Entry.
+func (r *pullReader) entry(m *nats.Msg) (*Entry, error) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s of bucket %s: message without metadata: %w", r.consumer, r.bucket, err)
+	}
+	if meta.Sequence.Consumer != r.nextDseq {
+		return nil, r.gap("received consumer sequence %d, expected %d", meta.Sequence.Consumer, r.nextDseq)
+	}
+	if meta.Sequence.Stream <= r.lastSseq {
+		return nil, r.gap("stream sequence %d after %d", meta.Sequence.Stream, r.lastSseq)
+	}
+	r.nextDseq, r.lastSseq = meta.Sequence.Consumer+1, meta.Sequence.Stream
+	r.want--
+	e := &Entry{
+		bucket:   r.bucket,
+		key:      strings.TrimPrefix(m.Subject, "$KV."+r.bucket+"."),
+		value:    m.Data,
+		revision: meta.Sequence.Stream,
+		created:  meta.Timestamp,
+		delta:    meta.NumPending,
+	}
+	switch m.Header.Get(kvOperation) {
+	case "DEL":
+		e.op = jetstream.KeyValueDelete
+	case "PURGE":
+		e.op = jetstream.KeyValuePurge
+	}
+	return e, nil
 }
 
 // status handles a status message of the server on the read's inbox.

@@ -16,32 +16,61 @@ import (
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
-// readStored reads the node's desired consumer the way a re-watch does
-// and returns the keys of the stored entries (those before nil), or the
-// error that ended the read.
-func readStored(ctx context.Context, t *testing.T, c *bus.Conn, node string) ([]string, error) {
+// provision creates node's consumers and n desired keys of it.
+func provision(ctx context.Context, t *testing.T, c *bus.Conn, node string, n int) {
+	t.Helper()
+	if err := busauth.EnsureNodeConsumers(ctx, c.JS, node); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if _, err := kv.Put(ctx, wire.DesiredNodeKey(node, "default", fmt.Sprint("p", i)), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readStored reads the node's desired consumer the way a re-watch does:
+// the keys of the stored entries (those before nil), then the live ones
+// until want keys were seen (a cluster's consumer may be served from a
+// copy a write has not reached yet: its stored entries are then a prefix,
+// and the rest arrives live). It returns the keys, or the error that
+// ended the read.
+func readStored(ctx context.Context, t *testing.T, c *bus.Conn, node string, want int) ([]string, error) {
 	t.Helper()
 	w, err := bus.WatchConsumer(ctx, c.JS, wire.DesiredBucket, wire.NodeDesiredConsumer(node))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	var keys []string
-	for {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	stored := false
+	for !stored || len(seen) < want {
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
-				return keys, w.Err()
+				return nil, w.Err()
 			}
 			if e == nil {
-				sort.Strings(keys)
-				return keys, nil
+				stored = true
+				continue
 			}
-			keys = append(keys, e.Key())
-		case <-ctx.Done():
-			t.Fatalf("stored entries not read: %v (read %d)", ctx.Err(), len(keys))
+			seen[e.Key()] = true
+		case <-rctx.Done():
+			t.Fatalf("read %d keys (stored entries ended: %v), want %d: %v", len(seen), stored, want, rctx.Err())
 		}
 	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys, nil
 }
 
 // TestSecondReadSeesEverything (issue 18): a read of the node's consumer
@@ -65,20 +94,9 @@ func TestSecondReadSeesEverything(t *testing.T) {
 				c = bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Leaf: true}).ConnectWithProtocol(t, "op", 3)
 			}
 			const node, n = "n1", 10
-			if err := busauth.EnsureNodeConsumers(ctx, c.JS, node); err != nil {
-				t.Fatal(err)
-			}
-			kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < n; i++ {
-				if _, err := kv.Put(ctx, wire.DesiredNodeKey(node, "default", fmt.Sprint("p", i)), []byte("{}")); err != nil {
-					t.Fatal(err)
-				}
-			}
+			provision(ctx, t, c, node, n)
 			for round := 0; round < 2; round++ {
-				keys, err := readStored(ctx, t, c, node)
+				keys, err := readStored(ctx, t, c, node, n)
 				if err != nil {
 					t.Fatalf("round %d: %v", round, err)
 				}
@@ -100,18 +118,7 @@ func TestWatchConsumerGapEndsRead(t *testing.T) {
 	c := bustest.ConnectWithProtocol(t, srv)
 	ctx := testContext(t)
 	const node, n = "n1", 50
-	if err := busauth.EnsureNodeConsumers(ctx, c.JS, node); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < n; i++ {
-		if _, err := kv.Put(ctx, wire.DesiredNodeKey(node, "default", fmt.Sprint("p", i)), []byte("{}")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	provision(ctx, t, c, node, n)
 	other := bustest.Connect(t, srv)
 	inbox := other.NC.NewInbox()
 	stolen := make(chan *nats.Msg, 1000)
@@ -128,7 +135,7 @@ func TestWatchConsumerGapEndsRead(t *testing.T) {
 	}
 	gaps := 0
 	for round := 0; round < 3; round++ {
-		keys, err := readStored(ctx, t, c, node)
+		keys, err := readStored(ctx, t, c, node, n)
 		switch {
 		case errors.Is(err, bus.ErrConsumerGap):
 			gaps++

@@ -2,6 +2,7 @@ package bustest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
@@ -415,11 +417,25 @@ func (c *Cluster) ConnectWithProtocol(t testing.TB, name string, replicas int) *
 	conn := c.Connect(t, name)
 	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
 	defer cancel()
-	if err := conn.EnsureProtocolWith(ctx, bus.ProtocolSettings{Replicas: replicas}); err != nil {
-		t.Fatalf("ensure protocol with %d replicas: %v", replicas, err)
+	for {
+		err := conn.EnsureProtocolWith(ctx, bus.ProtocolSettings{Replicas: replicas})
+		// A cluster just started (on a loaded machine) can still count a
+		// peer as offline for placement: try again until it has heard
+		// from every server.
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrNoSuitablePeers && ctx.Err() == nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("ensure protocol with %d replicas: %v", replicas, err)
+		}
+		return conn
 	}
-	return conn
 }
+
+// jsErrNoSuitablePeers is JetStream's "no suitable peers for placement".
+const jsErrNoSuitablePeers jetstream.ErrorCode = 10005
 
 // StreamLastSeq is the last sequence of stream as server i stores it (its
 // own replica, leader or not); ok is false when the server is stopped or
@@ -472,13 +488,5 @@ func (c *Cluster) ConsumerLeader(stream, consumer string) int {
 // prefix), named "node-<node>", closed by t.Cleanup.
 func (c *Cluster) ConnectNode(t testing.TB, node string) *bus.Conn {
 	t.Helper()
-	creds := c.NodeCreds(t, node)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := bus.Connect(ctx, bus.Options{URL: c.URL(), CredsFile: creds, InboxPrefix: busauth.NodeInboxPrefix(node), Name: "node-" + node})
-	if err != nil {
-		t.Fatalf("connect to the test cluster as node %s: %v", node, err)
-	}
-	t.Cleanup(conn.Close)
-	return conn
+	return connectNode(t, c.URL(), c.NodeCreds(t, node), node)
 }

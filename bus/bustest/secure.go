@@ -92,10 +92,16 @@ func (s *Server) NodeCreds(t testing.TB, node string) string {
 // ConnectNode opens a bus.Conn as node (its creds and inbox prefix).
 func ConnectNode(t testing.TB, s *Server, node string) *bus.Conn {
 	t.Helper()
-	creds := s.NodeCreds(t, node)
+	return connectNode(t, s.ClientURL(), s.NodeCreds(t, node), node)
+}
+
+// connectNode opens a bus.Conn to url as node (creds, its inbox prefix,
+// named "node-<node>"), closed by t.Cleanup.
+func connectNode(t testing.TB, url, creds, node string) *bus.Conn {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := bus.Connect(ctx, bus.Options{URL: s.ClientURL(), CredsFile: creds, InboxPrefix: busauth.NodeInboxPrefix(node), Name: "node-" + node})
+	c, err := bus.Connect(ctx, bus.Options{URL: url, CredsFile: creds, InboxPrefix: busauth.NodeInboxPrefix(node), Name: "node-" + node})
 	if err != nil {
 		t.Fatalf("connect as node %s: %v", node, err)
 	}

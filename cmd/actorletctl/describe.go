@@ -40,9 +40,11 @@ func (c *cli) describe(ctx context.Context, args []string) error {
 	}
 	if len(d.Events) == 0 {
 		// The node keeps no event history: read the pod's from the stream.
-		evs, _, err := c.storedEvents(ctx, cn, wire.EventSubject(n, *ns, pos[1]))
+		evs, it, err := c.storedEvents(ctx, cn, wire.EventSubject(n, *ns, pos[1]))
 		if err != nil {
 			fmt.Fprintf(c.stderr, "warning: events: %v\n", err)
+		} else {
+			it.Stop()
 		}
 		for _, e := range evs {
 			d.Events = append(d.Events, *e)

@@ -33,10 +33,11 @@ func (c *cli) events(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	evs, cons, err := c.storedEvents(ctx, cn, eventFilter(*node, *ns))
+	evs, it, err := c.storedEvents(ctx, cn, eventFilter(*node, *ns))
 	if err != nil {
 		return err
 	}
+	defer it.Stop()
 	if len(evs) == 0 && !*watch {
 		fmt.Fprintln(c.stderr, "No events found")
 		return nil
@@ -50,7 +51,7 @@ func (c *cli) events(ctx context.Context, args []string) error {
 		return err
 	}
 	for {
-		m, err := cons.Next(jetstream.FetchContext(ctx))
+		m, err := it.Next(jetstream.NextContext(ctx))
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -67,9 +68,17 @@ func (c *cli) events(ctx context.Context, args []string) error {
 
 // storedEvents reads the events stream's messages on filter: the latest
 // copy of each event (a repeat is republished under the same name with a
-// higher count), oldest first, and the consumer positioned after them for
-// watching.
-func (c *cli) storedEvents(ctx context.Context, cn *conn, filter string) ([]*v1.Event, jetstream.Consumer, error) {
+// higher count), oldest first, and the reader positioned after them for
+// watching (the caller stops it).
+//
+// One ordered consumer is read through one Messages iterator: its Next
+// (a fetch) recreates the ephemeral consumer for every message, and on a
+// cluster the pull sent right after a creation can reach the client's
+// server before the interest of the new consumer (on another server)
+// does: "no responders available for request" after a few messages. The
+// iterator creates the consumer once and, should that race still happen,
+// recreates it where it left off.
+func (c *cli) storedEvents(ctx context.Context, cn *conn, filter string) ([]*v1.Event, jetstream.MessagesContext, error) {
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
 	cons, err := cn.js.OrderedConsumer(qctx, wire.EventsStream, jetstream.OrderedConsumerConfig{
@@ -86,12 +95,17 @@ func (c *cli) storedEvents(ctx context.Context, cn *conn, filter string) ([]*v1.
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", wire.EventsStream, err)
 	}
+	it, err := cons.Messages()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", wire.EventsStream, err)
+	}
 	latest := map[string]int{} // event name → index in evs
 	var evs []*v1.Event
 	for pending := info.NumPending; pending > 0; {
-		m, err := cons.Next(jetstream.FetchMaxWait(c.g.timeout))
+		m, err := it.Next(jetstream.NextMaxWait(c.g.timeout))
 		if err != nil {
-			return nil, nil, fmt.Errorf("read %s: %w", wire.EventsStream, err)
+			it.Stop()
+			return nil, nil, fmt.Errorf("read %s (%d events left): %w", wire.EventsStream, pending, err)
 		}
 		meta, _ := m.Metadata()
 		if e := c.decodeEvent(m); e != nil {
@@ -108,7 +122,7 @@ func (c *cli) storedEvents(ctx context.Context, cn *conn, filter string) ([]*v1.
 		pending = meta.NumPending
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
-	return evs, cons, nil
+	return evs, it, nil
 }
 
 // eventFilter is the subject filter of events for a node and namespace.

@@ -98,6 +98,12 @@ func testContext(t *testing.T) context.Context {
 
 func (e *env) start(t *testing.T, node string, labels map[string]string) (*Source, *collector) {
 	t.Helper()
+	return e.startWith(t, node, func(c *Config) { c.NodeLabels = labels })
+}
+
+// startWith starts node's source with a Config that set changes.
+func (e *env) startWith(t *testing.T, node string, set func(*Config)) (*Source, *collector) {
+	t.Helper()
 	c := &collector{invalid: map[string]error{}}
 	nodeConn := bustest.ConnectNode(t, e.srv, node) // the source and its statuses run with node credentials
 	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: nodeConn.JS, NodeName: node})
@@ -105,10 +111,9 @@ func (e *env) start(t *testing.T, node string, labels map[string]string) (*Sourc
 		t.Fatal(err)
 	}
 	t.Cleanup(statuses.Stop)
-	s, err := Start(e.ctx, Config{
-		Conn: nodeConn, NodeName: node, NodeLabels: labels,
-		Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid,
-	})
+	cfg := Config{Conn: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid}
+	set(&cfg)
+	s, err := Start(e.ctx, cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

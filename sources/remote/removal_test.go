@@ -7,9 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
-	"github.com/actorlet/actorlet/node/publish"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -18,25 +16,15 @@ import (
 func TestRemovalCauses(t *testing.T) {
 	const node = "n1"
 	e := newEnv(t)
-	nodeConn := bustest.ConnectNode(t, e.srv, node)
-	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: nodeConn.JS, NodeName: node})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(statuses.Stop)
 	var mu sync.Mutex
 	var causes []RemovalCause
-	c := &collector{invalid: map[string]error{}}
-	s, err := Start(e.ctx, Config{Conn: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c,
-		OnRemove: func(cause RemovalCause) {
+	_, c := e.startWith(t, node, func(cfg *Config) {
+		cfg.OnRemove = func(cause RemovalCause) {
 			mu.Lock()
 			defer mu.Unlock()
 			causes = append(causes, cause)
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Stop)
+		}
+	})
 	c.waitUpdates(t, 1)
 	kv, err := e.conn.JS.KeyValue(e.ctx, wire.DesiredBucket)
 	if err != nil {

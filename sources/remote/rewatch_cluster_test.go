@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 // and configured as docs/fleet.md says for a hub (leaf-node listeners),
 // a server is restarted while a node's source runs — the server the node
 // is connected to, the desired stream's leader, the node consumer's
-// leader — and then a new desired pod of the node is written. The new pod
+// leader — and then a new desired pod of the node is written (once the
+// server is back, or while it is down). The new pod
 // is added and no running pod is removed: every key is still in the
 // bucket. (Before the fix, the pull request of the read the reconnect
 // stopped took the re-read's messages, the new write looked like the end
@@ -26,7 +28,8 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 	const node, pods = "n1", 12
 	cl := bustest.StartClusterWith(t, 3, bustest.ClusterOptions{Secure: true, Leaf: true})
 	admin := cl.ConnectWithProtocol(t, "operator", 3)
-	ctx := testContext(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // nine restarts
+	defer cancel()
 	nodeConn := cl.ConnectNode(t, node)
 	statuses, err := publish.NewStatusPublisher(publish.StatusConfig{JS: nodeConn.JS, NodeName: node})
 	if err != nil {
@@ -59,19 +62,27 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 		t.Fatalf("first update %v, want a SET of %d pods", u, pods)
 	}
 	added := 0
-	restart := func(what string, i int) {
+	// restart stops server i and starts it again, before the new write or
+	// (down) after it: the write then lands while the server is away.
+	restart := func(what string, i int, down bool) {
 		t.Helper()
 		if i < 0 {
 			t.Fatalf("no server is %s", what)
 		}
-		t.Logf("restarting %s (%s)", cl.ServerName(i), what)
+		t.Logf("restarting %s (%s; write while down: %v)", cl.ServerName(i), what, down)
 		cl.Stop(i)
-		cl.Start(i)
-		cl.WaitMetaLeader()
+		if !down {
+			cl.Start(i)
+			cl.WaitMetaLeader()
+		}
 		cl.WaitStreamLeader(busauth.DesiredStream)
 		name := fmt.Sprint("new", added)
 		put(name)
 		added++
+		if down {
+			cl.Start(i)
+			cl.WaitMetaLeader()
+		}
 		testutil.Eventually(t, waitFor*3, func() error {
 			for _, u := range c.snapshot() {
 				if u.Op == messages.OpAdd && len(u.Pods) == 1 && u.Pods[0].Name == name {
@@ -86,10 +97,12 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 			}
 		}
 	}
-	restart("the node's server", cl.ServerOf("node-"+node))
-	restart("the desired stream's leader", cl.StreamLeader(busauth.DesiredStream))
-	restart("the node consumer's leader", cl.ConsumerLeader(busauth.DesiredStream, wire.NodeDesiredConsumer(node)))
+	for _, down := range []bool{false, true} {
+		restart("the node's server", cl.ServerOf("node-"+node), down)
+		restart("the desired stream's leader", cl.StreamLeader(busauth.DesiredStream), down)
+		restart("the node consumer's leader", cl.ConsumerLeader(busauth.DesiredStream, wire.NodeDesiredConsumer(node)), down)
+	}
 	for i := 0; i < cl.Size(); i++ {
-		restart("server "+fmt.Sprint(i), i)
+		restart("server "+fmt.Sprint(i), i, false)
 	}
 }
