@@ -78,23 +78,13 @@ func (a *agentProc) Start() error {
 		a.mu.Unlock()
 		if byItself {
 			if a.onExit != nil {
-				a.onExit(a.node, cmd.ProcessState.String(), a.lastLine())
+				a.onExit(a.node, cmd.ProcessState.String(), lastLine(a.logPath()))
 			}
 			time.AfterFunc(restartDelay, func() { _ = a.Start() })
 		}
 	}()
 	a.cmd, a.done = cmd, done
 	return nil
-}
-
-// lastLine is the last line of the agent's log.
-func (a *agentProc) lastLine() string {
-	b, err := os.ReadFile(a.logPath())
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return lines[len(lines)-1]
 }
 
 // Signal sends sig and waits until the agent has exited (SIGKILL after

@@ -52,6 +52,11 @@ type serverProc struct {
 	done chan struct{}
 }
 
+// clusterAttempts bounds the starts of a fresh cluster: a port picked
+// free can be taken by another process before its server binds it (the
+// machine runs other tests), and the server then exits at once.
+const clusterAttempts = 3
+
 // startCluster starts n servers of bin and bootstraps the protocol with n
 // replicas, as `actorletctl auth init` and `bootstrap --replicas n` do.
 // t.Cleanup kills every server.
@@ -68,41 +73,78 @@ func startCluster(t testing.TB, bin, dir string, n int) *natsCluster {
 	if err := busauth.WriteCreds(filepath.Join(auth.Dir, busauth.AdminCredsFile), admin); err != nil {
 		t.Fatal(err)
 	}
-	c := &natsCluster{t: t, bin: bin, dir: dir, auth: auth, procs: make([]*serverProc, n), logs: make([]*os.File, n)}
+	for attempt := 1; ; attempt++ {
+		c := &natsCluster{t: t, bin: bin, dir: dir, auth: auth, procs: make([]*serverProc, n), logs: make([]*os.File, n)}
+		t.Cleanup(c.stopAll)
+		err := c.boot(n)
+		if err == nil {
+			c.bootstrap(n)
+			return c
+		}
+		c.stopAll()
+		if attempt == clusterAttempts {
+			t.Fatalf("start a %d-server cluster (%d attempts): %v", n, attempt, err)
+		}
+		t.Logf("start a %d-server cluster, attempt %d: %v; trying again on other ports", n, attempt, err)
+		for i := range n {
+			_ = os.RemoveAll(c.storeDir(i))
+		}
+	}
+}
+
+// boot picks the ports, starts the proxies and the servers, and waits
+// until every server is healthy.
+func (c *natsCluster) boot(n int) error {
+	// Every port is held until all are picked and the proxies listen, so
+	// no two of them (nor a proxy) get the same one.
+	var held []net.Listener
+	pick := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			c.t.Fatalf("find a free port: %v", err)
+		}
+		held = append(held, l)
+		return l.Addr().(*net.TCPAddr).Port
+	}
 	for range n {
-		c.clientPorts = append(c.clientPorts, freePort(t))
-		c.routePorts = append(c.routePorts, freePort(t))
-		c.httpPorts = append(c.httpPorts, freePort(t))
-		c.leafPorts = append(c.leafPorts, freePort(t))
+		c.clientPorts = append(c.clientPorts, pick())
+		c.routePorts = append(c.routePorts, pick())
+		c.httpPorts = append(c.httpPorts, pick())
+		c.leafPorts = append(c.leafPorts, pick())
 	}
 	c.routes = make([][]*testutil.Proxy, n)
 	for i := range n {
-		c.clients = append(c.clients, testutil.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", c.clientPorts[i])))
+		c.clients = append(c.clients, testutil.NewProxy(c.t, fmt.Sprintf("127.0.0.1:%d", c.clientPorts[i])))
 		c.routes[i] = make([]*testutil.Proxy, n)
 		for j := range n {
 			if j != i {
-				c.routes[i][j] = testutil.NewProxy(t, fmt.Sprintf("127.0.0.1:%d", c.routePorts[j]))
+				c.routes[i][j] = testutil.NewProxy(c.t, fmt.Sprintf("127.0.0.1:%d", c.routePorts[j]))
 			}
 		}
 	}
+	for _, l := range held {
+		l.Close()
+	}
 	for i := range n {
 		if err := c.writeConfig(i); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	t.Cleanup(c.stopAll)
 	for i := range n {
 		if err := c.Start(i); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	for i := range n {
 		if err := c.waitHealthy(i); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	c.bootstrap(n)
-	return c
+	return nil
+}
+
+func (c *natsCluster) storeDir(i int) string {
+	return filepath.Join(c.dir, fmt.Sprintf("store-%d", i+1))
 }
 
 func (c *natsCluster) conf(i int) string {
@@ -141,7 +183,7 @@ cluster {
   ]
 }
 include %q
-`, c.Name(i), c.clientPorts[i], c.httpPorts[i], filepath.Join(c.dir, fmt.Sprintf("store-%d", i+1)), c.leafPorts[i], c.routePorts[i],
+`, c.Name(i), c.clientPorts[i], c.httpPorts[i], c.storeDir(i), c.leafPorts[i], c.routePorts[i],
 		strings.Join(routes, "\n"), filepath.Join("auth", busauth.ServerConfFile))
 	return os.WriteFile(c.conf(i), []byte(conf), 0o600)
 }
@@ -201,9 +243,20 @@ func (c *natsCluster) stopAll() {
 	for i := range c.procs {
 		c.Signal(i, syscall.SIGKILL)
 	}
-	for _, f := range c.logs {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, f := range c.logs {
 		if f != nil {
 			f.Close()
+			c.logs[i] = nil
+		}
+	}
+	for i, p := range c.clients {
+		p.Close()
+		for _, r := range c.routes[i] {
+			if r != nil {
+				r.Close()
+			}
 		}
 	}
 }
@@ -216,6 +269,17 @@ func (c *natsCluster) waitHealthy(i int) error {
 	hc := http.Client{Timeout: 2 * time.Second}
 	var last error
 	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		p := c.procs[i]
+		c.mu.Unlock()
+		if p == nil {
+			return fmt.Errorf("nats-server %s is not running", c.Name(i))
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("nats-server %s exited: %s (its log: %s)", c.Name(i), p.cmd.ProcessState, c.lastLogLine(i))
+		default:
+		}
 		resp, err := hc.Get(url)
 		if err == nil {
 			resp.Body.Close()
@@ -228,6 +292,21 @@ func (c *natsCluster) waitHealthy(i int) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("nats-server %s not healthy within %s: %v", c.Name(i), serverReadyTimeout, last)
+}
+
+// lastLogLine is the last line server i logged.
+func (c *natsCluster) lastLogLine(i int) string {
+	return lastLine(filepath.Join(c.dir, c.Name(i)+".log"))
+}
+
+// lastLine is the last line of the file at path.
+func lastLine(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return lines[len(lines)-1]
 }
 
 // DirectURL is every server's own client URL (the operator's connection,
@@ -347,14 +426,4 @@ func (c *natsCluster) heal() {
 			}
 		}
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
