@@ -4,10 +4,13 @@ BIN      := bin
 ROOT_DIR ?= $(CURDIR)/.actorlet
 NODE     ?= $(shell hostname)
 ARGS     ?=
+DURATION ?= 30m
+SEED     ?= 1
+AGENTS   ?= 5
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test fuzz e2e bench lint clean
+.PHONY: help build run test fuzz e2e bench chaos lint clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-8s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,6 +49,9 @@ e2e: build ## Run the end-to-end suite against a real containerd (root only)
 
 bench: build ## Run the benchmark harness and print its tables
 	$(GO) run ./test/bench $(ARGS)
+
+chaos: ## Run the chaos test long (DURATION=30m SEED=1 AGENTS=5) and print its table
+	$(GO) test -count=1 -timeout 0 -v -run '^TestChaos$$' ./test/chaos -chaos.duration=$(DURATION) -chaos.seed=$(SEED) -chaos.agents=$(AGENTS)
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

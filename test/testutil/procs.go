@@ -13,6 +13,7 @@ type Proc struct {
 	PID  int
 	PGID int // process group
 	Args []string
+	Env  []string // "NAME=value" as the process was started with
 }
 
 // Leader reports whether p leads its process group. A container's main
@@ -66,7 +67,7 @@ func Procs(match func(args, env []string) bool) []Proc {
 			env = splitNUL(b)
 		}
 		if match(args, env) {
-			out = append(out, Proc{PID: pid, PGID: pgid, Args: args})
+			out = append(out, Proc{PID: pid, PGID: pgid, Args: args, Env: env})
 		}
 	}
 	return out
