@@ -175,6 +175,20 @@ func (c *Conn) LeafConnected() bool { return c.srv != nil && c.srv.NumLeafNodes(
 // Embedded reports whether this process runs the server.
 func (c *Conn) Embedded() bool { return c.srv != nil }
 
+// Client is what a source of desired state needs of the bus: JetStream, to
+// read the node's consumers through, and word of every reconnect, after
+// which it reads its state again. Sources take a Client, never the
+// connection; *Conn is one.
+type Client interface {
+	JetStream() jetstream.JetStream
+	OnReconnect(f func()) (cancel func())
+}
+
+var _ Client = (*Conn)(nil)
+
+// JetStream is the connection's JetStream context.
+func (c *Conn) JetStream() jetstream.JetStream { return c.JS }
+
 // OnReconnect registers f to run (on the connection's callback goroutine)
 // after every reconnect; the returned function unregisters it.
 func (c *Conn) OnReconnect(f func()) (cancel func()) {

@@ -442,7 +442,7 @@ func (a *Agent) startSources(ctx context.Context) error {
 		a.onShutdown(src.Stop)
 	}
 	src, err := remote.Start(ctx, remote.Config{
-		Conn: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), NodeTaints: cfg.RegisterWithTaints, Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
+		Bus: a.conn, NodeName: cfg.NodeName, NodeLabels: a.nodeLabels(), NodeTaints: cfg.RegisterWithTaints, Out: remoteOut, Statuses: a.statuses, Recorder: a.recorder,
 		OnInvalid: func(key string, err error) { a.metrics.invalidUpdates.Inc() },
 		OnRemove:  func(cause remote.RemovalCause) { a.metrics.removals.WithLabelValues(string(cause)).Inc() },
 	})

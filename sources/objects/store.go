@@ -74,11 +74,11 @@ type Store struct {
 // there yet is waited for (logged once), never an error here. onChange
 // (may be nil) is called, from the watch goroutines, for every object that
 // changed or went away.
-func Start(ctx context.Context, conn *bus.Conn, node string, onChange func(Ref)) (*Store, error) {
+func Start(ctx context.Context, conn bus.Client, node string, onChange func(Ref)) (*Store, error) {
 	if onChange == nil {
 		onChange = func(Ref) {}
 	}
-	if conn == nil || conn.JS == nil {
+	if conn == nil || conn.JetStream() == nil {
 		return nil, errors.New("objects: no bus connection")
 	}
 	s := &Store{node: node, onChange: onChange, configMaps: map[[2]string]scoped[v1.ConfigMap]{},
@@ -96,7 +96,7 @@ func Start(ctx context.Context, conn *bus.Conn, node string, onChange func(Ref))
 		s.wg.Add(1)
 		go func() {
 			defer unregister()
-			s.run(runCtx, conn.JS, b, resync)
+			s.run(runCtx, conn.JetStream(), b, resync)
 		}()
 	}
 	return s, nil

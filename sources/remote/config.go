@@ -26,8 +26,9 @@ type StatusEntries interface {
 
 // Config of a remote source.
 type Config struct {
-	// Conn is the bus connection; EnsureProtocol must have run.
-	Conn *bus.Conn
+	// Bus is the node's view of the bus (a *bus.Conn); EnsureProtocol
+	// must have run.
+	Bus bus.Client
 	// NodeName is this node: its keys are node.<NodeName>.>, and every
 	// delivered pod gets spec.nodeName = NodeName.
 	NodeName string
@@ -55,8 +56,8 @@ type Config struct {
 
 func (c *Config) validate() error {
 	var errs []error
-	if c.Conn == nil {
-		errs = append(errs, errors.New("remote source config: conn is required"))
+	if c.Bus == nil {
+		errs = append(errs, errors.New("remote source config: bus is required"))
 	}
 	if c.NodeName == "" {
 		errs = append(errs, errors.New("remote source config: nodeName is required"))

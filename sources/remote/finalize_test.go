@@ -70,7 +70,7 @@ func TestFinalizeDeletesOnlyAGracefullyDeletedPod(t *testing.T) {
 
 func TestStartRejectsBadConfig(t *testing.T) {
 	_, err := Start(t.Context(), Config{})
-	for _, want := range []string{"conn is required", "nodeName is required", "out is required", "statuses is required"} {
+	for _, want := range []string{"bus is required", "nodeName is required", "out is required", "statuses is required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Start(empty config) error = %v, want %q", err, want)
 		}

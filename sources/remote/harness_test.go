@@ -111,7 +111,7 @@ func (e *env) startWith(t *testing.T, node string, set func(*Config)) (*Source, 
 		t.Fatal(err)
 	}
 	t.Cleanup(statuses.Stop)
-	cfg := Config{Conn: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid}
+	cfg := Config{Bus: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid}
 	set(&cfg)
 	s, err := Start(e.ctx, cfg)
 	if err != nil {

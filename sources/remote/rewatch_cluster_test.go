@@ -57,7 +57,7 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 		put(fmt.Sprint("p", i))
 	}
 	c := &collector{invalid: map[string]error{}}
-	s, err := Start(ctx, Config{Conn: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid})
+	s, err := Start(ctx, Config{Bus: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c, OnInvalid: c.onInvalid})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,16 +76,16 @@ func Start(ctx context.Context, cfg Config) (*Source, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	kv, err := cfg.Conn.JS.KeyValue(ctx, wire.DesiredBucket)
+	kv, err := cfg.Bus.JetStream().KeyValue(ctx, wire.DesiredBucket)
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %q (has EnsureProtocol run?): %w", wire.DesiredBucket, err)
 	}
-	if err := busauth.EnsureNodeConsumers(ctx, cfg.Conn.JS, cfg.NodeName); err != nil {
+	if err := busauth.EnsureNodeConsumers(ctx, cfg.Bus.JetStream(), cfg.NodeName); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	s := newSource(cfg, kv, cancel)
-	s.unregister = cfg.Conn.OnReconnect(func() {
+	s.unregister = cfg.Bus.OnReconnect(func() {
 		select {
 		case s.resync <- struct{}{}:
 		default:
@@ -171,7 +171,7 @@ func (s *Source) watch(ctx context.Context) (synced bool, err error) {
 	// The node's own durable consumer (filters node.<node>.> and fleet.>),
 	// reset to the start: nodes may not create consumers (docs/security.md).
 	consumer := wire.NodeDesiredConsumer(s.cfg.NodeName)
-	w, err := bus.WatchConsumer(wctx, s.cfg.Conn.JS, wire.DesiredBucket, consumer)
+	w, err := bus.WatchConsumer(wctx, s.cfg.Bus.JetStream(), wire.DesiredBucket, consumer)
 	if err != nil {
 		return false, fmt.Errorf("watch %s through consumer %s: %w", wire.DesiredBucket, consumer, err)
 	}

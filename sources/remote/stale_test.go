@@ -59,7 +59,7 @@ func TestStaleSnapshotRemovesNothing(t *testing.T) {
 	}
 	start := func() (*Source, *collector) {
 		c := &collector{invalid: map[string]error{}}
-		cfg := Config{Conn: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c}
+		cfg := Config{Bus: nodeConn, NodeName: node, Out: c.out, Statuses: statuses, Recorder: c}
 		if err := cfg.validate(); err != nil {
 			t.Fatal(err)
 		}
