@@ -53,9 +53,12 @@ bench: build ## Run the benchmark harness and print its tables
 chaos: ## Run the chaos test long (DURATION=30m SEED=1 AGENTS=5) and print its table
 	$(GO) test -count=1 -timeout 0 -v -run '^TestChaos$$' ./test/chaos -chaos.duration=$(DURATION) -chaos.seed=$(SEED) -chaos.agents=$(AGENTS)
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet (e2e files too) and the dead-code check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/
+	@# Functions nothing reaches from a main or a test (e2e included): delete them.
+	@out=$$($(GO) tool deadcode -test -tags e2e ./...); if [ -n "$$out" ]; then echo "dead code (golang.org/x/tools/cmd/deadcode):"; echo "$$out"; exit 1; fi
 
 clean: ## Remove build output and the local run directory (refuses while its node or pods run)
 	@if [ -d "$(ROOT_DIR)" ]; then \

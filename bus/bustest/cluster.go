@@ -235,18 +235,6 @@ func (c *Cluster) URL() string {
 	return strings.Join(urls, ",")
 }
 
-// LeafURL is every server's leaf-node URL, comma-separated: what an edge
-// node's --nats-leaf-url is given. Empty without ClusterOptions.Leaf.
-func (c *Cluster) LeafURL() string {
-	var urls []string
-	for _, o := range c.opts {
-		if o.LeafNode.Port > 0 {
-			urls = append(urls, fmt.Sprintf("nats-leaf://127.0.0.1:%d", o.LeafNode.Port))
-		}
-	}
-	return strings.Join(urls, ",")
-}
-
 // LeafAddr is server i's leaf-node address (host:port).
 func (c *Cluster) LeafAddr(i int) string { return fmt.Sprintf("127.0.0.1:%d", c.opts[i].LeafNode.Port) }
 

@@ -106,13 +106,6 @@ func (a *agentProc) Signal(sig syscall.Signal) {
 	}
 }
 
-// Running reports whether the agent process runs.
-func (a *agentProc) Running() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.done != nil
-}
-
 func (a *agentProc) close() {
 	a.mu.Lock()
 	a.closed = true
