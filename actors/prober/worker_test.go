@@ -99,11 +99,14 @@ func TestReadinessThresholdsAndOnlyOnChange(t *testing.T) {
 	h.waitChanges("app", messages.Readiness, "c1=Failure", "c1=Success", "c1=Failure", "c1=Success", "c1=Failure")
 	h.step(10 * time.Second)
 	h.step(10 * time.Second)
-	h.send(start) // running again: probes resume
-	h.waitState("u1", "app", messages.Readiness, "probing again", func(s messages.ProbeState) bool { return s.Successes == 1 })
-	if got := h.exec.count("check ready", ""); got != calls+1 {
-		t.Fatalf("exec ran %d times while the container was down, want 0", got-calls-1)
+	// Counted before the container runs again: a tick of these steps may
+	// reach the worker after it (the ticker forwards them on its own
+	// goroutine) and rightly probe the running container a second time.
+	if got := h.exec.count("check ready", ""); got != calls {
+		t.Fatalf("exec ran %d times while the container was down, want 0", got-calls)
 	}
+	h.send(start) // running again: probes resume
+	h.waitState("u1", "app", messages.Readiness, "probing again", func(s messages.ProbeState) bool { return s.Successes >= 1 })
 }
 
 func TestInitialDelayCountsFromContainerStart(t *testing.T) {
