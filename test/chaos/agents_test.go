@@ -42,6 +42,9 @@ func newAgent(bin, node, root, url, creds, labels string) *agentProc {
 		"--node-name", node, "--root-dir", root, "--nats-url", url, "--nats-creds", creds,
 		"--node-labels", labels, "--healthz-port", "0", "--node-ip", "127.0.0.1",
 		"--pod-manifest-path", "", "--relist-period", "1s", "-v", "2",
+		// Five agents share this host: a QoS cgroup hierarchy is one
+		// node's (each would sweep the others' pod cgroups as orphans).
+		"--cgroups-per-qos=false",
 	}, cmd: exec.Command(bin)}
 }
 
