@@ -7,7 +7,6 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -69,48 +68,9 @@ func (c *Cache) Set(uid types.UID, status *cri.PodStatus, err error, ts time.Tim
 // as Set does without an error: the kubelet's evented PLEG likewise caches
 // the sync's own status. The timestamp rule holds: ts is when the read
 // began, after the sync's changes, and a later PLEG inspection overrides
-// it. A relist whose list shows the pod as this status does then skips
-// its own inspection (Covers).
+// it.
 func (c *Cache) Observed(uid types.UID, status *cri.PodStatus, ts time.Time) {
 	c.Set(uid, status, nil, ts)
-}
-
-// Covers reports whether the cached status of pod's UID is one without an
-// error that shows exactly pod's sandboxes and containers (the runtime's
-// list) in their listed states: then inspecting the pod again would tell
-// nothing the cache does not hold.
-func (c *Cache) Covers(pod *cri.Pod) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.pods[pod.ID]
-	if !ok || e.err != nil || e.status == nil {
-		return false
-	}
-	st := e.status
-	if len(st.ContainerStatuses) != len(pod.Containers) || len(st.SandboxStatuses) != len(pod.Sandboxes) {
-		return false
-	}
-	for _, ctr := range pod.Containers {
-		cs := st.FindContainerStatusByID(ctr.ID)
-		if cs == nil || cs.State != ctr.State {
-			return false
-		}
-	}
-	for _, sb := range pod.Sandboxes {
-		found := false
-		for _, ss := range st.SandboxStatuses {
-			if ss.GetId() != sb.ID {
-				continue
-			}
-			ready := ss.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
-			found = ready == (sb.State == cri.ContainerStateRunning)
-			break
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
 }
 
 // Get returns the pod's cached status and the error recorded with it. A pod

@@ -110,12 +110,6 @@ func (l *podLister) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
 	return out, nil
 }
 
-func (l *podLister) inspections(uid types.UID) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.statusCalls[uid]
-}
-
 func (l *podLister) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error) {
 	l.mu.Lock()
 	l.statusCalls[uid]++

@@ -80,14 +80,6 @@ func (r relister) relist(ctx context.Context, prev relistState) relistDone {
 			// The pod vanished from the runtime: nothing is left to inspect.
 			r.cache.Delete(uid)
 			events = append(events, podEvs...)
-		case r.cache.Covers(pod):
-			// The pod's own sync read it after its changes (a sandbox and
-			// containers it just created and started): the cache already
-			// shows what the list does.
-			klog.V(5).InfoS("PLEG events already in the cache", "pod", klog.KRef(pod.Namespace, pod.Name), "podUID", uid)
-			inspected[uid] = true
-			next.pods[uid] = pod
-			events = append(events, podEvs...)
 		default:
 			inspected[uid] = true
 			if err := r.inspect(ctx, pod); err != nil {

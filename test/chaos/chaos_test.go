@@ -225,13 +225,15 @@ func TestChaos(t *testing.T) {
 
 // killEverything ends every process of the run, in an order in which
 // none comes back: the agents first (a live agent restarts a killed
-// container), then their runtimes' shims, then the containers; it checks
-// that none is left.
+// container), then their runtimes' shims and sandbox holders, then the
+// containers; it checks that none is left.
 func killEverything(t *testing.T, dir, run string, agents []*agentProc) {
 	for _, a := range agents {
 		a.close()
 	}
-	shims := func() []testutil.Proc { return testutil.ProcsWithEnvPrefix("ACTORLET_PROCRUNTIME_SHIM=" + dir) }
+	shims := func() []testutil.Proc {
+		return append(testutil.ProcsWithEnvPrefix("ACTORLET_PROCRUNTIME_SHIM="+dir), testutil.ProcsWritingUnder(dir)...)
+	}
 	containers := func() []testutil.Proc { return testutil.ProcsWithEnvPrefix(envRun + "=" + run) }
 	testutil.KillAll(shims())
 	testutil.KillAll(containers())
@@ -239,7 +241,7 @@ func killEverything(t *testing.T, dir, run string, agents []*agentProc) {
 		left := append(shims(), containers()...)
 		testutil.KillAll(left)
 		if len(left) > 0 {
-			return fmt.Errorf("%d shims and containers of the run left", len(left))
+			return fmt.Errorf("%d shims, sandbox holders and containers of the run left", len(left))
 		}
 		return nil
 	})

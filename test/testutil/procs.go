@@ -126,3 +126,17 @@ func splitNUL(b []byte) []string {
 	}
 	return strings.Split(string(b), "\x00")
 }
+
+// ProcsWritingUnder returns the live processes whose standard output is a
+// file under dir: the process runtime's sandbox holders, which carry no
+// mark of their runtime in their arguments or environment but write
+// holder.log in its state directory.
+func ProcsWritingUnder(dir string) []Proc {
+	var out []Proc
+	for _, p := range Procs(func(_, _ []string) bool { return true }) {
+		if target, err := os.Readlink("/proc/" + strconv.Itoa(p.PID) + "/fd/1"); err == nil && strings.HasPrefix(target, dir+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
