@@ -97,6 +97,7 @@ func TestAgentKilledDuringCreationRunsEachContainerOnce(t *testing.T) {
 			a.kill()
 		}
 		testutil.KillAll(testutil.ProcsWithEnvPrefix(shimEnv))
+		testutil.KillAll(testutil.ProcsWritingUnder(root)) // the sandbox holders
 		testutil.KillAll(testutil.ProcsWithArgPrefix(marker))
 		if !t.Failed() {
 			_ = os.RemoveAll(root)
