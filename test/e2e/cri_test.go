@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"regexp"
 	"testing"
 	"time"
 
@@ -131,9 +133,27 @@ func sweepOnce(ctx context.Context, c *cri.Client, ns string) (int, error) {
 		}
 		if err := c.RemovePodSandbox(ctx, s.Id); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox %s (%s): %w", s.Id, s.Metadata.GetName(), err))
+			deleteStuckTask(ctx, err)
 		}
 	}
 	return len(sbs), errors.Join(errs...)
+}
+
+// stuckContainer finds the container a failed RemovePodSandbox names.
+var stuckContainer = regexp.MustCompile(`failed to remove container \\?"([0-9a-f]{64})\\?"`)
+
+// deleteStuckTask deletes, through containerd's own CLI, the task of the
+// container a sandbox removal failed on. containerd 1.6 leaves a task in
+// CREATED state when the client of its StartContainer goes away mid-call
+// (the agent killed while creating pods: "failed to get task pid: context
+// canceled"); CRI then shows the container exited but never removes it,
+// and nothing through CRI can. The next pass removes the sandbox.
+func deleteStuckTask(ctx context.Context, err error) {
+	m := stuckContainer.FindStringSubmatch(err.Error())
+	if m == nil {
+		return
+	}
+	_ = exec.CommandContext(ctx, "ctr", "-n", "k8s.io", "tasks", "delete", "--force", m[1]).Run()
 }
 
 // readyOnly keeps the ready sandboxes.
