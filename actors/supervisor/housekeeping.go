@@ -20,8 +20,14 @@ type housekeepingDone struct {
 	errs    []error
 }
 
+// garbageCollected says a runtime GC (dead containers and sandboxes, pod
+// cgroups) started by housekeeping returned.
+type garbageCollected struct{}
+
 // housekeep purges finished workers, respawns failed ones and starts the
-// runtime part of the pass (cleanup, orphan listing, GC) in a goroutine.
+// runtime part of the pass in goroutines: the orphan listing, and the
+// runtime's GC apart from it, so a slow GC never holds the kill of an
+// orphan (at most one GC runs at a time).
 // Nothing is killed before sources are ready.
 func (s *supervisor) housekeep(ctx actor.Context) {
 	if s.housekeeping {
@@ -52,9 +58,15 @@ func (s *supervisor) housekeep(ctx actor.Context) {
 			}
 			res.running = pods
 		}
-		rt.GC()
 		return res
 	})
+	if !s.collecting {
+		s.collecting = true
+		actorutil.Go(actorutil.To(ctx), func() any {
+			rt.GC()
+			return &garbageCollected{}
+		})
+	}
 }
 
 // housekeepingDone kills orphans: runtime pods no source wants and no worker

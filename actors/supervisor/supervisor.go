@@ -40,6 +40,7 @@ type supervisor struct {
 
 	sourcesReady   bool
 	housekeeping   bool               // a housekeeping pass is in flight
+	collecting     bool               // a runtime GC started by housekeeping is in flight
 	cancel         context.CancelFunc // cancels the housekeeping pass in flight
 	life           context.Context    // ends when the loop stops
 	cleanupSem     chan struct{}      // bounds the cleanups of removed pods in flight
@@ -178,6 +179,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.housekeep(ctx)
 	case *housekeepingDone:
 		s.housekeepingDone(ctx, m)
+	case *garbageCollected:
+		s.collecting = false
 	case *imageGCTick:
 		s.collectImages(ctx)
 	case *imageGCDone:
