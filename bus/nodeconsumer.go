@@ -55,7 +55,8 @@ const (
 	// request end) for this long: its request was lost with a server or a
 	// consumer leader.
 	pullSilence = 2*pullHeartbeat + time.Second
-	// consumerAPITimeout bounds the lookup and resets that start a read.
+	// consumerAPITimeout bounds each of the lookup and resets that start a
+	// read.
 	consumerAPITimeout = 5 * time.Second
 	// pullDrainMargin is added to a request's expiry when the next read of
 	// the consumer waits for it to end.
@@ -120,12 +121,17 @@ func openWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer str
 // back once the read's last request has expired.
 func startWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer string, gate chan struct{}, live bool) (*ConsumerWatch, error) {
 	stream := wire.BucketStream(bucket)
-	// Each API call is bounded: one sent while the connection is down may
-	// never be answered (a server restarting answers nothing until its
-	// JetStream is up).
-	ctx, cancel := context.WithTimeout(ctx, consumerAPITimeout)
-	defer cancel()
-	if _, err := js.Consumer(ctx, stream, consumer); errors.Is(err, jetstream.ErrConsumerNotFound) {
+	// Each API call is bounded on its own: one sent while the connection is
+	// down may never be answered (a server restarting answers nothing until
+	// its JetStream is up), and a clustered consumer answers only once it
+	// has a leader.
+	call := func(f func(ctx context.Context) error) error {
+		cctx, cancel := context.WithTimeout(ctx, consumerAPITimeout)
+		defer cancel()
+		return f(cctx)
+	}
+	err := call(func(ctx context.Context) error { _, err := js.Consumer(ctx, stream, consumer); return err })
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return nil, fmt.Errorf("consumer %s of bucket %s: %w", consumer, bucket, wire.ErrNotProvisioned)
 	} else if err != nil {
 		return nil, fmt.Errorf("look up consumer %s of bucket %s: %w", consumer, bucket, err)
@@ -146,15 +152,16 @@ func startWatch(ctx context.Context, js jetstream.JetStream, bucket, consumer st
 	// count that is short only ends the stored entries at an earlier
 	// revision: still a contiguous prefix of the stream. An idle
 	// heartbeat that names the read's last message ends them too.)
-	if _, err := js.ResetConsumerToSequence(ctx, stream, consumer, 2); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
-	}
-	// A reset restarts the consumer's delivery sequence at 1 (nats-server's
-	// resetLocalStartingSeq, on every replica).
-	if _, err := js.ResetConsumerToSequence(ctx, stream, consumer, 1); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("reset consumer %s of bucket %s: %w", consumer, bucket, err)
+	// A reset then restarts the consumer's delivery sequence at 1
+	// (nats-server's resetLocalStartingSeq, on every replica).
+	for _, seq := range []uint64{2, 1} {
+		if err := call(func(ctx context.Context) error {
+			_, err := js.ResetConsumerToSequence(ctx, stream, consumer, seq)
+			return err
+		}); err != nil {
+			_ = sub.Unsubscribe()
+			return nil, fmt.Errorf("reset consumer %s of bucket %s to sequence %d: %w", consumer, bucket, seq, err)
+		}
 	}
 	pr := &pullReader{
 		nc: nc, sub: sub, msgs: msgs, inbox: inbox, bucket: bucket, consumer: consumer,

@@ -41,10 +41,7 @@ func provision(ctx context.Context, t *testing.T, c *bus.Conn, node string, n in
 // ended the read.
 func readStored(ctx context.Context, t *testing.T, c *bus.Conn, node string, want int) ([]string, error) {
 	t.Helper()
-	w, err := bus.WatchConsumer(ctx, c.JS, wire.DesiredBucket, wire.NodeDesiredConsumer(node))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := startRead(ctx, t, c, node)
 	defer w.Stop()
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -71,6 +68,25 @@ func readStored(ctx context.Context, t *testing.T, c *bus.Conn, node string, wan
 	}
 	sort.Strings(keys)
 	return keys, nil
+}
+
+// startRead starts a read of node's consumer, retried while it fails as
+// the agent's re-watch retries it: a consumer just created on a cluster
+// answers its lookup and resets only once it has a leader, which a loaded
+// machine may take longer than one call's bound to elect.
+func startRead(ctx context.Context, t *testing.T, c *bus.Conn, node string) *bus.ConsumerWatch {
+	t.Helper()
+	for {
+		w, err := bus.WatchConsumer(ctx, c.JS, wire.DesiredBucket, wire.NodeDesiredConsumer(node))
+		if err == nil {
+			return w
+		}
+		if errors.Is(err, wire.ErrNotProvisioned) || ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		t.Logf("start of a read failed, retrying: %v", err)
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // TestSecondReadSeesEverything (issue 18): a read of the node's consumer
