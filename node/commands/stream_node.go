@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -248,6 +249,18 @@ func portForwardOne(u *url.URL, port int32, pod string) StreamFunc {
 		headers.Set(v1.StreamType, v1.StreamTypeData)
 		data, err := conn.CreateStream(headers)
 		if err != nil {
+			// The runtime handles the pair once both streams arrive: a
+			// forward that failed at once (nothing listens) may reset the
+			// data stream before its creation was confirmed here. The
+			// reason is then on the error stream.
+			select {
+			case msg := <-remoteErr:
+				if len(msg) > 0 {
+					return 0, portForwardError(port, pod, string(msg))
+				}
+			case <-time.After(errStreamWait):
+			case <-ctx.Done():
+			}
 			return 0, fmt.Errorf("create port-forward data stream: %w", err)
 		}
 		// The input copy ends with the session's input (EOF, or the
@@ -273,6 +286,10 @@ func portForwardOne(u *url.URL, port int32, pod string) StreamFunc {
 		return 0, nil
 	}
 }
+
+// errStreamWait bounds the wait for the runtime's reason when a forward's
+// data stream could not be created.
+const errStreamWait = 2 * time.Second
 
 // streamingErrorPrefix matches the prefix the CRI streaming library (in
 // containerd, CRI-O and the process runtime alike) puts before a failed
