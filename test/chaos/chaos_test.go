@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -226,7 +227,8 @@ func TestChaos(t *testing.T) {
 // killEverything ends every process of the run, in an order in which
 // none comes back: the agents first (a live agent restarts a killed
 // container), then their runtimes' shims and sandbox holders, then the
-// containers; it checks that none is left.
+// containers; it checks that none is left, and removes the containers'
+// cgroups.
 func killEverything(t *testing.T, dir, run string, agents []*agentProc) {
 	for _, a := range agents {
 		a.close()
@@ -245,6 +247,9 @@ func killEverything(t *testing.T, dir, run string, agents []*agentProc) {
 		}
 		return nil
 	})
+	for _, a := range agents {
+		testenv.RemoveContainerCgroups(t, filepath.Join(a.root, "runtime"))
+	}
 }
 
 // trackRecovery sets the recovery time of every healed fault whose pods

@@ -1,10 +1,13 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/actorlet/actorlet/cri/cm"
 )
@@ -55,5 +58,46 @@ func CheckCgroupV1(t testing.TB, ws []CgroupV1Want) {
 		if got := ReadCgroupV1(t, w.Ctrl, w.Path, w.File); got != w.Want {
 			t.Errorf("%s %s, want %s", w.What, got, w.Want)
 		}
+	}
+}
+
+// processRuntimeCgroupParent is where the process runtime puts a
+// container's cgroups when its sandbox names no parent (agents started
+// with --cgroups-per-qos=false, as tests sharing the host are).
+const processRuntimeCgroupParent = "actorlet"
+
+// RemoveContainerCgroups removes the per-container cgroups of every
+// container the process runtime with state under each runtimeRoot made
+// (their processes must be gone). A test that kills an agent leaves them:
+// only RemoveContainer, or a runtime's Destroy, removes them. It reports
+// with t.Errorf a cgroup that stays.
+func RemoveContainerCgroups(t testing.TB, runtimeRoots ...string) {
+	t.Helper()
+	for _, root := range runtimeRoots {
+		ids, _ := filepath.Glob(filepath.Join(root, "containers", "*"))
+		for _, p := range ids {
+			dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", processRuntimeCgroupParent, filepath.Base(p)))
+			for _, d := range dirs {
+				if err := removeCgroupDir(d); err != nil {
+					t.Errorf("remove container cgroup: %v", err)
+				}
+			}
+		}
+	}
+}
+
+// removeCgroupDir removes the empty cgroup d, waiting a moment for its
+// last processes to leave (EBUSY meanwhile).
+func removeCgroupDir(d string) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := os.Remove(d)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/node/agent"
+	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"
 )
 
@@ -99,6 +100,7 @@ func TestAgentKilledDuringCreationRunsEachContainerOnce(t *testing.T) {
 		testutil.KillAll(testutil.ProcsWithEnvPrefix(shimEnv))
 		testutil.KillAll(testutil.ProcsWritingUnder(root)) // the sandbox holders
 		testutil.KillAll(testutil.ProcsWithArgPrefix(marker))
+		testenv.RemoveContainerCgroups(t, filepath.Join(root, "runtime"))
 		if !t.Failed() {
 			_ = os.RemoveAll(root)
 		} else {
