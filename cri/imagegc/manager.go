@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distribution/reference"
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -38,6 +39,12 @@ type Options struct {
 	// FsStats, when set, replaces statfs of the image filesystem's
 	// mountpoint (tests inject usage this way, not by filling a disk).
 	FsStats func(ctx context.Context, mountpoint string) (FsStats, error)
+	// Pinned are images never collected, by a name (tag or digest) or ID,
+	// beside those the runtime reports pinned: the runtime's sandbox
+	// (pause) image, which containerd before 1.7 does not pin, and which
+	// no container lists as its image. Without it no pod could start
+	// where no registry serves it again.
+	Pinned []string
 }
 
 // Manager keeps the image records and collects images. It is safe for
@@ -47,6 +54,8 @@ type Manager struct {
 	opts    Options
 	started time.Time
 	running sync.Mutex // held by the collection in flight
+
+	pinned map[string]bool // Options.Pinned
 
 	mu      sync.Mutex
 	records map[string]*record // by image ID
@@ -84,7 +93,13 @@ func New(rt Runtime, opts Options) (*Manager, error) {
 	if opts.FsStats == nil {
 		opts.FsStats = statfs
 	}
-	return &Manager{rt: rt, opts: opts, started: opts.Clock.Now(), records: map[string]*record{}}, nil
+	pinned := map[string]bool{}
+	for _, n := range opts.Pinned {
+		for _, alias := range imageAliases(n) {
+			pinned[alias] = true
+		}
+	}
+	return &Manager{rt: rt, opts: opts, started: opts.Clock.Now(), pinned: pinned, records: map[string]*record{}}, nil
 }
 
 // statfs reads the size and free space (for unprivileged users, as df
@@ -148,7 +163,7 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (map[string]bool, e
 			r = &record{firstDetected: now}
 			m.records[id] = r
 		}
-		r.size, r.pinned, r.name = img.GetSize(), img.GetPinned(), imageName(img)
+		r.size, r.pinned, r.name = img.GetSize(), img.GetPinned() || used(img, m.pinned), imageName(img)
 		if used(img, refs) {
 			inUse[id] = true
 			r.lastUsed = now
@@ -160,6 +175,17 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (map[string]bool, e
 		}
 	}
 	return inUse, nil
+}
+
+// imageAliases are the names a runtime may list image n under: as given,
+// and as the fully qualified reference a short Docker Hub name stands for
+// ("busybox" is docker.io/library/busybox:latest).
+func imageAliases(n string) []string {
+	out := []string{n}
+	if ref, err := reference.ParseNormalizedNamed(n); err == nil {
+		out = append(out, reference.TagNameOnly(ref).String())
+	}
+	return out
 }
 
 // used reports whether a container references the image by ID, tag or

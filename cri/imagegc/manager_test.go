@@ -34,7 +34,7 @@ type harness struct {
 	m     *Manager
 }
 
-func newHarness(t *testing.T, p Policy) *harness {
+func newHarness(t *testing.T, p Policy, pinned ...string) *harness {
 	t.Helper()
 	h := &harness{
 		rt:    fakes{critesting.NewFakeRuntimeService(), critesting.NewFakeImageService()},
@@ -48,7 +48,7 @@ func newHarness(t *testing.T, p Policy) *harness {
 			return FsStats{}, errors.New("wrong mountpoint " + mp)
 		}
 		return h.fs, nil
-	}})
+	}, Pinned: pinned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +232,31 @@ func TestMaxAge(t *testing.T) {
 	}
 	if got := h.images(); !slices.Equal(got, []string{"busy", "fresh"}) {
 		t.Fatalf("images left %v", got)
+	}
+}
+
+// TestPinnedByOption: the sandbox image the agent names (by tag, a short
+// Docker Hub name, or ID) is never collected, though no container lists
+// it, neither by age nor for space; the runtime's own pin holds too.
+func TestPinnedByOption(t *testing.T) {
+	p := DefaultPolicy()
+	p.MaxAge = time.Hour
+	p.MinAge = 0
+	h := newHarness(t, p, "example.com/pause:1", "pause", "sha256:byid")
+	h.addImage("pause", 100, false) // tagged example.com/pause:1
+	h.addImage("sha256:byid", 100, false)
+	h.addImage("hub", 100, false)
+	h.rt.Images["hub"].RepoTags = []string{"docker.io/library/pause:latest"}
+	h.addImage("runtime-pinned", 100, true)
+	h.addImage("other", 100, false)
+	h.clock.Step(2 * time.Hour)
+	h.fs = FsStats{Capacity: 1000, Available: 0}
+	res, err := h.gc(t)
+	if err == nil {
+		t.Fatal("no error though the pinned images keep usage over the threshold")
+	}
+	if !slices.Equal(res.Removed, []string{"example.com/other:1"}) {
+		t.Fatalf("removed %v, want only the unpinned image", res.Removed)
 	}
 }
 

@@ -195,7 +195,7 @@ func (a *Agent) start(ctx context.Context) error {
 		return fmt.Errorf("start the ConfigMap and Secret store: %w", err)
 	}
 	a.onShutdown(store.Stop)
-	if a.imageGC, err = a.startImageGC(); err != nil {
+	if a.imageGC, err = a.startImageGC(ctx); err != nil {
 		return err
 	}
 	var imageUsed func(string)
@@ -354,7 +354,7 @@ func (a *Agent) startActors() error {
 		PropsOptions: append(a.metrics.actorPropsOptions(), actor.WithReceiverMiddleware(cfg.ReceiverMiddleware...)),
 	}
 	if a.imageGC != nil {
-		supCfg.ImageGC = a.imageGC
+		supCfg.ImageGC, supCfg.ImageGCPeriod = a.imageGC, cfg.ImageGCPeriod
 	}
 	evCfg, err := a.evictionConfig()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/actorlet/actorlet/messages"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -69,6 +70,13 @@ type Config struct {
 	ImageGCLowThresholdPercent  int           `json:"imageGCLowThresholdPercent"`
 	ImageMinimumGCAge           time.Duration `json:"imageMinimumGCAge"`
 	ImageMaximumGCAge           time.Duration `json:"imageMaximumGCAge"`
+	// ImageGCPeriod is how often image GC runs (the kubelet's fixed 5
+	// minutes; a flag here so that a short maximum age can be watched).
+	ImageGCPeriod time.Duration `json:"imageGCPeriod"`
+	// PodInfraContainerImage is the runtime's sandbox image, never
+	// collected; empty: the one the runtime's configuration names
+	// (containerd's sandbox_image), or the runtime pins it itself.
+	PodInfraContainerImage string `json:"podInfraContainerImage"`
 
 	// Reservations and QoS cgroups, as the kubelet's flags of the same
 	// names (node/allocatable, cri/cm). SystemReserved and KubeReserved
@@ -312,6 +320,7 @@ func DefaultConfig() Config {
 		ImageGCHighThresholdPercent:      imagegc.DefaultPolicy().HighThresholdPercent,
 		ImageGCLowThresholdPercent:       imagegc.DefaultPolicy().LowThresholdPercent,
 		ImageMinimumGCAge:                imagegc.DefaultPolicy().MinAge,
+		ImageGCPeriod:                    5 * time.Minute,
 		EvictionHard:                     eviction.DefaultEvictionHard,
 		EvictionPressureTransitionPeriod: eviction.DefaultPressureTransitionPeriod,
 		EvictionMonitoringInterval:       eviction.DefaultMonitoringInterval,
@@ -364,6 +373,8 @@ func ParseFlags(args []string) (Config, error) {
 	fs.IntVar(&cfg.ImageGCLowThresholdPercent, "image-gc-low-threshold", cfg.ImageGCLowThresholdPercent, "percent of the image filesystem's disk usage image garbage collection frees down to (below the high threshold)")
 	fs.DurationVar(&cfg.ImageMinimumGCAge, "image-minimum-gc-age", cfg.ImageMinimumGCAge, "least age of an unused image before it is garbage collected")
 	fs.DurationVar(&cfg.ImageMaximumGCAge, "image-maximum-gc-age", cfg.ImageMaximumGCAge, "an image unused for this long is garbage collected whatever the disk usage (0: off)")
+	fs.DurationVar(&cfg.ImageGCPeriod, "image-gc-period", cfg.ImageGCPeriod, "how often image garbage collection runs")
+	fs.StringVar(&cfg.PodInfraContainerImage, "pod-infra-container-image", cfg.PodInfraContainerImage, "the runtime's sandbox (pause) image, never garbage collected (default: the one the runtime's configuration names, e.g. containerd's sandbox_image)")
 	fs.StringVar(&cfg.SystemReserved, "system-reserved", cfg.SystemReserved, "resources held back for the system, cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000: subtracted from the node's Allocatable")
 	fs.StringVar(&cfg.KubeReserved, "kube-reserved", cfg.KubeReserved, "resources held back for the agent and the bus, in --system-reserved's form: subtracted from the node's Allocatable")
 	fs.StringVar(&cfg.EnforceNodeAllocatable, "enforce-node-allocatable", cfg.EnforceNodeAllocatable, "comma-separated: pods (limit the kubepods cgroup to capacity minus --system-reserved and --kube-reserved), system-reserved and kube-reserved (limit --system-reserved-cgroup / --kube-reserved-cgroup to the reservation); none: nothing (needs --cgroups-per-qos)")
@@ -501,6 +512,14 @@ func (c *Config) complete() error {
 	}
 	if c.StreamingConnectionIdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("streaming-connection-idle-timeout: must be positive, got %s", c.StreamingConnectionIdleTimeout))
+	}
+	if c.ImageGCPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("image-gc-period: must be positive, got %s", c.ImageGCPeriod))
+	}
+	if c.PodInfraContainerImage != "" {
+		if _, err := reference.ParseNormalizedNamed(c.PodInfraContainerImage); err != nil {
+			errs = append(errs, fmt.Errorf("pod-infra-container-image: %w", err))
+		}
 	}
 	if c.RelistPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("relist-period: must be positive, got %s", c.RelistPeriod))

@@ -63,7 +63,7 @@ nats:
 					RelistPeriod: time.Second, RuntimeRequestTimeout: 2 * time.Minute,
 					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
 					ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
-					ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, ImageMinimumGCAge: 2 * time.Minute,
+					ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, ImageMinimumGCAge: 2 * time.Minute, ImageGCPeriod: 5 * time.Minute,
 					EvictionPressureTransitionPeriod: 5 * time.Minute, EvictionMonitoringInterval: 10 * time.Second,
 					MaxInteractiveSessions: 4, StreamingConnectionIdleTimeout: 30 * time.Minute,
 					EvictionHard: allocatable.DefaultEvictionHard, EnforceNodeAllocatable: "pods", CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/",
@@ -113,6 +113,9 @@ nats:
 		},
 		{name: "hostile image gc threshold", args: []string{"--node-name", "n1", "--image-gc-high-threshold", "999999"}, wantErr: []string{"image-gc-high-threshold: 999999 must be between 0 and 100"}},
 		{name: "image gc low over high", args: []string{"--node-name", "n1", "--image-gc-low-threshold", "90"}, wantErr: []string{"image-gc-low-threshold: 90 must be less than image-gc-high-threshold 85"}},
+		{name: "hostile pod infra image", args: []string{"--node-name", "n1", "--pod-infra-container-image", strings.Repeat("a", 300) + ":1"}, wantErr: []string{"pod-infra-container-image: repository name must not be more than 255 characters"}},
+		{name: "pod infra image not a reference", args: []string{"--node-name", "n1", "--pod-infra-container-image", "Pause:1"}, wantErr: []string{"pod-infra-container-image:", "must be lowercase"}},
+		{name: "image gc period zero", args: []string{"--node-name", "n1", "--image-gc-period", "0s"}, wantErr: []string{"image-gc-period: must be positive, got 0s"}},
 		{name: "image gc max age under min age", args: []string{"--node-name", "n1", "--image-maximum-gc-age", "1m"}, wantErr: []string{"image-maximum-gc-age: 1m0s must be greater than image-minimum-gc-age 2m0s"}},
 		{
 			name: "reservation flags",

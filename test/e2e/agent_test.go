@@ -87,6 +87,10 @@ func (a *agent) start(t *testing.T) {
 		// its own, removed at its end): a /kubepods left behind is not
 		// the run's to leave.
 		"--cgroups-per-qos=false",
+		// No image garbage collection unless a scenario asks: the suite's
+		// images cannot be pulled again (no registry), and the machine's
+		// other images are not the run's.
+		"--image-gc-high-threshold", "100",
 	}
 	if a.opts.natsURL != "" {
 		args = append(args, "--nats-url", a.opts.natsURL)

@@ -99,27 +99,40 @@ func busyboxRegistryImage(t *testing.T) gcrv1.Image {
 }
 
 // startPrivateRegistry serves an in-process registry behind basic auth on
-// a loopback port (containerd's CRI pulls from a loopback registry over
-// plain HTTP), pushes the busybox image to it and returns the image's
-// reference; the server stops and the image leaves containerd with the
-// test.
+// a loopback port with the busybox image; see startRegistry.
 func startPrivateRegistry(t *testing.T, user, pass string) string {
+	t.Helper()
+	return startRegistry(t, "e2e/private-busybox", busyboxRegistryImage(t), user, pass)
+}
+
+// startRegistry serves an in-process registry on a loopback port
+// (containerd's CRI pulls from a loopback registry over plain HTTP),
+// behind basic auth unless user is empty, pushes img to it as repo and
+// returns the image's reference; the server stops and the image leaves
+// containerd with the test.
+func startRegistry(t *testing.T, repo string, img gcrv1.Image, user, pass string) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: basicAuth(registry.New(registry.Logger(log.New(io.Discard, "", 0))), user, pass), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	opts := []remote.Option{}
+	if user != "" {
+		h = basicAuth(h, user, pass)
+		opts = append(opts, remote.WithAuth(&authn.Basic{Username: user, Password: pass}))
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	ref := fmt.Sprintf("%s/e2e/private-busybox:%s", lis.Addr(), runID)
+	ref := fmt.Sprintf("%s/%s:%s", lis.Addr(), repo, runID)
 	tag, err := name.NewTag(ref, name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := remote.Write(tag, busyboxRegistryImage(t), remote.WithAuth(&authn.Basic{Username: user, Password: pass}), remote.WithContext(ctx)); err != nil {
+	if err := remote.Write(tag, img, append(opts, remote.WithContext(ctx))...); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
 	t.Cleanup(func() {
