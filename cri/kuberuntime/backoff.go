@@ -1,6 +1,7 @@
 package kuberuntime
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -117,19 +118,11 @@ func (b *backOff) gc() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clock.Now()
-	for k, e := range b.entries {
-		if b.expired(e, now) {
-			delete(b.entries, k)
-		}
-	}
+	maps.DeleteFunc(b.entries, func(_ backOffKey, e *backOffEntry) bool { return b.expired(e, now) })
 }
 
 func (b *backOff) forgetPod(uid types.UID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for k := range b.entries {
-		if k.uid == uid {
-			delete(b.entries, k)
-		}
-	}
+	maps.DeleteFunc(b.entries, func(k backOffKey, _ *backOffEntry) bool { return k.uid == uid })
 }

@@ -1,6 +1,7 @@
 package kuberuntime
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -56,19 +57,11 @@ func (c *reasonCache) gc(ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
-	for k, e := range c.entries {
-		if now.Sub(e.at) > ttl {
-			delete(c.entries, k)
-		}
-	}
+	maps.DeleteFunc(c.entries, func(_ reasonKey, e reasonEntry) bool { return now.Sub(e.at) > ttl })
 }
 
 func (c *reasonCache) forgetPod(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.entries {
-		if k.uid == uid {
-			delete(c.entries, k)
-		}
-	}
+	maps.DeleteFunc(c.entries, func(k reasonKey, _ reasonEntry) bool { return k.uid == uid })
 }
