@@ -87,7 +87,11 @@ type statusWrite struct {
 	key, subject string
 	uid          types.UID
 	data         []byte // Pod JSON; nil for a removal
-	attempts     int    // failed writes so far
+	// thenRemove: the pod's removal came while this status was queued.
+	// The status is written first, as the kubelet updates a pod's final
+	// status before deleting it: a watcher sees how the pod ended.
+	thenRemove bool
+	attempts   int // failed writes so far
 }
 
 // NewStatusPublisher starts a publisher; Stop it when done.
@@ -155,6 +159,8 @@ func (p *StatusPublisher) enqueue(w *statusWrite) {
 	case w.data == nil && prev.data != nil && prev.uid != w.uid:
 		// An older instance is removed while its successor's status is
 		// queued: the successor's write wins.
+	case w.data == nil && prev.data != nil:
+		prev.thenRemove = true
 	default:
 		p.pending[w.key] = w
 	}
@@ -306,16 +312,28 @@ func (p *StatusPublisher) write(ctx context.Context, w *statusWrite) error {
 		}
 		p.kv = kv
 	}
-	if w.data == nil {
-		if uid, ok := p.published[w.key]; ok && uid != w.uid {
-			return nil // a newer instance owns the key now
+	if w.data != nil {
+		if err := p.put(ctx, w); err != nil {
+			return err
 		}
-		if err := p.kv.Delete(ctx, w.key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("delete status %s: %w", w.key, err)
+		if !w.thenRemove {
+			return nil
 		}
-		delete(p.published, w.key)
-		return nil
+		// Written: what is left (and retried on failure) is the removal.
+		w.data, w.thenRemove, w.attempts = nil, false, 0
 	}
+	if uid, ok := p.published[w.key]; ok && uid != w.uid {
+		return nil // a newer instance owns the key now
+	}
+	if err := p.kv.Delete(ctx, w.key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("delete status %s: %w", w.key, err)
+	}
+	delete(p.published, w.key)
+	return nil
+}
+
+// put writes w's status to the bucket and its subject.
+func (p *StatusPublisher) put(ctx context.Context, w *statusWrite) error {
 	if _, err := p.kv.Put(ctx, w.key, w.data); err != nil {
 		return fmt.Errorf("put status %s: %w", w.key, err)
 	}
