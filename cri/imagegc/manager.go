@@ -308,6 +308,38 @@ func (m *Manager) GarbageCollect(ctx context.Context) (Result, error) {
 	return res, errors.Join(errs...)
 }
 
+// DeleteUnusedImages removes every image no container references that
+// is neither pinned nor younger than the minimum age, whatever the
+// thresholds (the kubelet's DeleteUnusedImages: the eviction manager's
+// reclaim before it evicts a pod for disk pressure). It returns what it
+// removed and the removals that failed.
+func (m *Manager) DeleteUnusedImages(ctx context.Context) (Result, error) {
+	m.running.Lock()
+	defer m.running.Unlock()
+	now := m.opts.Clock.Now()
+	var res Result
+	inUse, err := m.detect(ctx, now)
+	if err != nil {
+		return res, err
+	}
+	klog.InfoS("Attempting to delete unused images")
+	var errs []error
+	for _, img := range m.candidates(inUse) {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		if now.Sub(img.firstDetected) < m.opts.Policy.MinAge {
+			klog.V(5).InfoS("Image younger than the minimum GC age, kept", "image", img.name, "age", now.Sub(img.firstDetected), "minAge", m.opts.Policy.MinAge)
+			continue
+		}
+		if err := m.remove(ctx, img, "reclaim", &res); err != nil && !errors.Is(err, errUsedMeanwhile) {
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
 // errUsedMeanwhile: a container was created from the image since the
 // candidates were listed; it is kept.
 var errUsedMeanwhile = errors.New("used meanwhile")
