@@ -379,6 +379,9 @@ func (e *evictor) reclaimDone(ctx actor.Context, m *reclaimDone) {
 		klog.ErrorS(m.read, "Eviction manager: cannot read some stats after resource reclaim")
 	}
 	obs := observe(m.stats)
+	if o, ok := obs[p.th.Signal]; ok {
+		klog.V(2).InfoS("Eviction manager: observation after resource reclaim", "signal", p.th.Signal, "available", o.available.String(), "capacity", o.capacity.String())
+	}
 	if _, ok := obs[p.th.Signal]; ok && len(thresholdsMet(e.cfg.Thresholds, obs, true)) == 0 {
 		klog.InfoS("Eviction manager: able to reduce resource pressure without evicting pods.", "resourceName", res)
 		return
