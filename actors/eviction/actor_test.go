@@ -117,14 +117,16 @@ type parent struct {
 }
 
 func startUnder(t *testing.T, cfg Config, active ...*v1.Pod) *parent {
+	cfg.NoMemoryNotifications = true
 	return startUnderWith(t, cfg, nil, active...)
 }
 
-// startUnderWith is startUnder with the terminated pods the parent names.
+// startUnderWith is startUnder with the terminated pods the parent names,
+// and memory notifications as cfg says.
 func startUnderWith(t *testing.T, cfg Config, terminated []types.UID, active ...*v1.Pod) *parent {
 	p := &parent{t: t, clk: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), active: active, done: terminated,
 		rounds: make(chan struct{}, 16), pressure: make(chan []v1.NodeConditionType, 16), kills: make(chan *messages.TerminatePod, 16)}
-	cfg.Clock, cfg.MonitoringInterval, cfg.NoMemoryNotifications = p.clk, 10*time.Second, true
+	cfg.Clock, cfg.MonitoringInterval = p.clk, 10*time.Second
 	props, err := Props(cfg)
 	if err != nil {
 		t.Fatal(err)
