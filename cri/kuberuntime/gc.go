@@ -213,7 +213,9 @@ func (m *Manager) ReclaimTerminatedPods(ctx context.Context, uids []types.UID) (
 	type held struct{ containers, sandboxes int }
 	want := map[types.UID]*held{}
 	for _, uid := range uids {
-		want[uid] = &held{}
+		if uid != "" { // never a selector matching unlabeled containers
+			want[uid] = &held{}
+		}
 	}
 	live := map[types.UID]bool{}
 	for _, s := range sandboxes {
@@ -233,6 +235,10 @@ func (m *Manager) ReclaimTerminatedPods(ctx context.Context, uids []types.UID) (
 	var errs []error
 	for _, uid := range uids {
 		h := want[uid]
+		if h == nil {
+			continue // empty, or named twice
+		}
+		delete(want, uid)
 		if live[uid] {
 			klog.V(2).InfoS("Reclaim: terminated pod still has something running, left alone", "podUID", uid)
 			continue

@@ -53,7 +53,7 @@ func TestIntegrationReclaimTerminatedPods(t *testing.T) {
 			}
 		}
 	}
-	res, err := e.m.ReclaimTerminatedPods(ctx, []types.UID{done.UID, running.UID})
+	res, err := e.m.ReclaimTerminatedPods(ctx, []types.UID{done.UID, running.UID, done.UID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +72,9 @@ func TestIntegrationReclaimTerminatedPods(t *testing.T) {
 	if _, api := e.status(t, running); api.Phase != v1.PodRunning {
 		t.Errorf("running pod after the reclaim: %s", api.Phase)
 	}
-	// Nothing left: a second reclaim removes nothing.
-	if res, err := e.m.ReclaimTerminatedPods(ctx, []types.UID{done.UID}); err != nil || res != (Reclaimed{}) {
+	// Nothing left: a second reclaim removes nothing; an empty UID (it
+	// would select every unlabeled container) is ignored.
+	if res, err := e.m.ReclaimTerminatedPods(ctx, []types.UID{done.UID, "", done.UID}); err != nil || res != (Reclaimed{}) {
 		t.Fatalf("second reclaim: %+v, %v", res, err)
 	}
 }
