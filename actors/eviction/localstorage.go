@@ -17,9 +17,10 @@ const (
 )
 
 // diskParts says which of a pod's disk usage counts for a signal (the
-// kubelet's fsStatsType lists).
+// kubelet's fsStatsType lists), in bytes or in inodes.
 type diskParts struct {
 	rootfs, logs, volumes bool
+	inodes                bool
 }
 
 // allDisk is everything a pod writes to local disk.
@@ -30,31 +31,42 @@ var allDisk = diskParts{rootfs: true, logs: true, volumes: true}
 // filesystem, logs and volumes for nodefs and the writable layers for
 // imagefs.
 func diskPartsFor(sig Signal, dedicated bool) diskParts {
-	if !dedicated {
-		return allDisk
+	parts := allDisk
+	switch {
+	case !dedicated:
+	case sig == SignalImageFsAvailable || sig == SignalImageFsInodesFree:
+		parts = diskParts{rootfs: true}
+	default:
+		parts = diskParts{logs: true, volumes: true}
 	}
-	if sig == SignalImageFsAvailable || sig == SignalImageFsInodesFree {
-		return diskParts{rootfs: true}
-	}
-	return diskParts{logs: true, volumes: true}
+	parts.inodes = sig == SignalNodeFsInodesFree || sig == SignalImageFsInodesFree
+	return parts
 }
 
-// diskUsage is the pod's usage of the parts, in bytes. Volumes are its
-// local ephemeral ones: emptyDirs not in memory.
+// diskUsage is the pod's usage of the parts, in bytes or inodes. Volumes
+// are its local ephemeral ones: emptyDirs not in memory.
 func diskUsage(pod *v1.Pod, s PodStats, parts diskParts) uint64 {
 	var n uint64
 	for _, c := range s.Containers {
+		rootfs, logs := c.Rootfs, c.Logs
+		if parts.inodes {
+			rootfs, logs = c.RootfsInodes, c.LogsInodes
+		}
 		if parts.rootfs {
-			n += c.Rootfs
+			n += rootfs
 		}
 		if parts.logs {
-			n += c.Logs
+			n += logs
 		}
+	}
+	volumes := s.Volumes
+	if parts.inodes {
+		volumes = s.VolumeInodes
 	}
 	if parts.volumes {
 		for _, vol := range pod.Spec.Volumes {
 			if vol.EmptyDir != nil && vol.EmptyDir.Medium != v1.StorageMediumMemory {
-				n += s.Volumes[vol.Name]
+				n += volumes[vol.Name]
 			}
 		}
 	}

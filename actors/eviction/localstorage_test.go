@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -113,6 +112,18 @@ func TestRankDisk(t *testing.T) {
 	if got := names(pods)[0]; got != "layer" {
 		t.Fatalf("imagefs rank with a dedicated imagefs starts with %s", got)
 	}
+	// Inode signals rank by inodes: many small files first.
+	inodes := map[types.UID]PodStats{
+		"layer":  {Containers: []ContainerStats{{Name: "c", Rootfs: 300 * mi, RootfsInodes: 3}}},
+		"logs":   {Containers: []ContainerStats{{Name: "c", Logs: mi, LogsInodes: 20}}},
+		"volume": {Volumes: map[string]uint64{"v": mi}, VolumeInodes: map[string]uint64{"v": 50000}},
+		"memory": {Volumes: map[string]uint64{"m": mi}, VolumeInodes: map[string]uint64{"m": 90000}},
+	}
+	pods = mk()
+	rank(SignalNodeFsInodesFree, pods, inodes, false)
+	if got := names(pods); !slices.Equal(got, []string{"volume", "logs", "layer", "memory"}) {
+		t.Fatalf("nodefs.inodesFree rank = %v", got)
+	}
 }
 
 // NodeStats measures each pod's emptyDirs and each container's logs
@@ -148,6 +159,9 @@ func TestNodeStatsLocalStorage(t *testing.T) {
 	if v := ps.Volumes["scratch"]; v < 3*mi || v > 3*mi+64*1024 {
 		t.Errorf("scratch = %d, want about 3Mi", v)
 	}
+	if n := ps.VolumeInodes["scratch"]; n != 3 { // scratch, a, big
+		t.Errorf("scratch inodes = %d, want 3", n)
+	}
 	if v := ps.Volumes["other"]; v == 0 || v > 64*1024 {
 		t.Errorf("other = %d, want a few KiB", v)
 	}
@@ -160,7 +174,7 @@ func TestNodeStatsLocalStorage(t *testing.T) {
 			side = &ps.Containers[i]
 		}
 	}
-	if app == nil || app.Logs < 2*mi || side == nil || side.Logs == 0 {
+	if app == nil || app.Logs < 2*mi || app.LogsInodes != 3 || side == nil || side.Logs == 0 {
 		t.Fatalf("containers %+v, want app's two logs and side's", ps.Containers)
 	}
 	if _, ok := s.Pods["uid-2"]; ok {
@@ -173,22 +187,22 @@ func TestNodeStatsLocalStorage(t *testing.T) {
 func TestUsageWalkBounded(t *testing.T) {
 	dir := t.TempDir()
 	for i := range 50 {
-		if err := os.WriteFile(filepath.Join(dir, "f"+strings.Repeat("x", i%5)+string(rune('a'+i%26))+time.Duration(i).String()), make([]byte, 4096), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), make([]byte, 4096), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	w := &usageWalker{ctx: context.Background(), left: 10}
-	n, err := w.du(dir)
+	n, inodes, err := w.du(dir)
 	if err == nil || !strings.Contains(err.Error(), "more than 1048576 files and directories in one reading (the limit)") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("err %v, want the limit named", err)
 	}
-	if n == 0 {
-		t.Error("usage counted before the limit was lost")
+	if n == 0 || inodes != 10 {
+		t.Errorf("counted %d bytes, %d inodes before the limit: want what was counted kept (10 entries)", n, inodes)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	w = &usageWalker{ctx: ctx, left: maxUsageEntries}
-	if _, err := w.du(dir); err == nil || !strings.Contains(err.Error(), "context canceled (a reading is bound to 30s)") {
+	if _, _, err := w.du(dir); err == nil || !strings.Contains(err.Error(), "context canceled (a reading is bound to 30s)") {
 		t.Fatalf("canceled walk: %v", err)
 	}
 }

@@ -99,6 +99,7 @@ func (n NodeStats) Read(ctx context.Context) (Stats, error) {
 			cs := ps.container(labels[kuberuntime.LabelContainerName])
 			cs.MemoryWorkingSet += c.GetMemory().GetWorkingSetBytes().GetValue()
 			cs.Rootfs += c.GetWritableLayer().GetUsedBytes().GetValue()
+			cs.RootfsInodes += c.GetWritableLayer().GetInodesUsed().GetValue()
 			s.Pods[uid] = ps
 		}
 	}

@@ -48,9 +48,11 @@ func rank(sig Signal, pods []*v1.Pod, stats map[types.UID]PodStats, dedicated bo
 	case SignalPIDAvailable:
 		cmps = []cmpFunc{byPriority, byProcesses(get)}
 	default:
-		parts := diskPartsFor(sig, dedicated)
+		// Bytes against ephemeral-storage requests, or inodes (nothing
+		// requests them: any use exceeds), as the kubelet's.
+		parts, res := diskPartsFor(sig, dedicated), signalResource[sig]
 		use := func(p *v1.Pod, s PodStats) uint64 { return diskUsage(p, s, parts) }
-		cmps = []cmpFunc{exceedsRequests(get, v1.ResourceEphemeralStorage, use), byPriority, usageOverRequest(get, v1.ResourceEphemeralStorage, use)}
+		cmps = []cmpFunc{exceedsRequests(get, res, use), byPriority, usageOverRequest(get, res, use)}
 	}
 	sort.SliceStable(pods, func(i, j int) bool {
 		for _, c := range cmps {

@@ -43,17 +43,19 @@ type PodStats struct {
 	Containers []ContainerStats
 	// Processes the pod runs (pid.available ranking).
 	Processes uint64
-	// Volumes is the disk usage of the pod's emptyDir volumes, by volume
-	// name, in bytes.
-	Volumes map[string]uint64
+	// Volumes and VolumeInodes are the disk usage of the pod's emptyDir
+	// volumes, by volume name, in bytes and inodes.
+	Volumes, VolumeInodes map[string]uint64
 }
 
 // ContainerStats is one container's usage.
 type ContainerStats struct {
 	Name string
 	// MemoryWorkingSet, Rootfs (the writable layer CRI reports) and Logs
-	// (its log files) in bytes.
+	// (its log files) in bytes; RootfsInodes and LogsInodes the inodes
+	// the last two use.
 	MemoryWorkingSet, Rootfs, Logs uint64
+	RootfsInodes, LogsInodes       uint64
 }
 
 func (p PodStats) memory() uint64 {

@@ -84,10 +84,10 @@ func (w *usageWalker) bounded(dir string) error {
 	return fmt.Errorf("local storage usage: measuring %s: more than %d files and directories in one reading (the limit); usage counted so far kept", dir, maxUsageEntries)
 }
 
-// du is the disk space of the files under dir (allocated blocks, as du).
-func (w *usageWalker) du(dir string) (uint64, error) {
-	var n uint64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+// du is the disk space of the files under dir (allocated blocks, as du)
+// and the inodes they use.
+func (w *usageWalker) du(dir string) (n, inodes uint64, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // gone meanwhile, or unreadable: not counted
 		}
@@ -95,6 +95,7 @@ func (w *usageWalker) du(dir string) (uint64, error) {
 			return errWalkCut
 		}
 		w.left--
+		inodes++
 		if fi, err := d.Info(); err == nil {
 			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 				n += uint64(st.Blocks) * 512
@@ -105,9 +106,9 @@ func (w *usageWalker) du(dir string) (uint64, error) {
 		return nil
 	})
 	if errors.Is(err, errWalkCut) {
-		return n, w.bounded(dir)
+		return n, inodes, w.bounded(dir)
 	}
-	return n, err
+	return n, inodes, err
 }
 
 // emptyDirs measures <podsDir>/<uid>/volumes/emptydir/<name>.
@@ -131,11 +132,11 @@ func (w *usageWalker) emptyDirs(podsDir string, s *Stats) error {
 		uid := types.UID(p.Name())
 		ps := s.Pods[uid]
 		if ps.Volumes == nil {
-			ps.Volumes = map[string]uint64{}
+			ps.Volumes, ps.VolumeInodes = map[string]uint64{}, map[string]uint64{}
 		}
 		for _, v := range vols {
-			used, err := w.du(filepath.Join(base, v.Name()))
-			ps.Volumes[v.Name()] = used
+			used, inodes, err := w.du(filepath.Join(base, v.Name()))
+			ps.Volumes[v.Name()], ps.VolumeInodes[v.Name()] = used, inodes
 			if err != nil {
 				s.Pods[uid] = ps
 				return err
@@ -169,8 +170,10 @@ func (w *usageWalker) logs(logsDir string, s *Stats) error {
 			if !c.IsDir() {
 				continue
 			}
-			used, err := w.du(filepath.Join(dir, c.Name()))
-			ps.container(c.Name()).Logs += used
+			used, inodes, err := w.du(filepath.Join(dir, c.Name()))
+			cs := ps.container(c.Name())
+			cs.Logs += used
+			cs.LogsInodes += inodes
 			if err != nil {
 				s.Pods[uid] = ps
 				return err
