@@ -36,7 +36,7 @@
 //	PodWorkerDescription  pod actor (or supervisor) → operator   reply to DescribePodWorker
 //	ListProbes            operator → prober                 request: one pod's probe workers
 //	ProbeStates           prober → operator                 reply to ListProbes (one ProbeState per worker)
-//	GetNodeConditions     node heartbeat → supervisor       request: runtime/PLEG health and pods
+//	GetNodeConditions     node heartbeat, eviction → supervisor  request: runtime/PLEG health and pods (active, terminated)
 //	NodeConditions        supervisor → node heartbeat       reply to GetNodeConditions
 //	StartNodeShutdown     node shutdown (logind) → supervisor   request: terminate pods by priority groups, refuse new ones
 //	NodeShutdownDone      supervisor → node shutdown        reply to StartNodeShutdown: every group done (or canceled)

@@ -101,6 +101,11 @@ type NodeConditions struct {
 	// Pressure are the node's pressure conditions (MemoryPressure,
 	// DiskPressure, PIDPressure) the eviction manager reports.
 	Pressure []v1.NodeConditionType
+	// Terminated are the desired pods whose work is over (completed,
+	// evicted) and that will not run again: what the runtime keeps of them
+	// (dead containers, sandboxes, emptyDirs, logs) is what the eviction
+	// manager reclaims under disk pressure.
+	Terminated []types.UID
 }
 
 // GetNodeConditions asks the supervisor for NodeConditions.

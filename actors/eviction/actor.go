@@ -3,6 +3,7 @@ package eviction
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -51,7 +52,50 @@ type Config struct {
 	// NoMemoryNotifications turns off the cgroup v1 memory threshold
 	// notifications (armed when the stats name a memory cgroup).
 	NoMemoryNotifications bool
+	// LocalStorageCapacityIsolation evicts pods over their local-storage
+	// limits (emptyDir sizeLimit, ephemeral-storage limits) every round,
+	// as the kubelet's LocalStorageCapacityIsolation; it needs the pods'
+	// volume and log usage in Stats.
+	LocalStorageCapacityIsolation bool
+	// Reclaim, optional, frees node-level resources (what terminated pods
+	// left, unused images) before a pod is evicted for a disk signal (the
+	// kubelet's reclaimNodeLevelResources); stats are read again after it
+	// and no pod is evicted when no threshold is met any more. It runs off
+	// the actor's loop.
+	Reclaim func(ctx context.Context, terminated []types.UID) (Reclaimed, error)
 }
+
+// Reclaimed is what a node-level reclaim removed.
+type Reclaimed struct {
+	// Pods are the terminated pods whose dead Containers and Sandboxes
+	// (and emptyDirs and logs) were removed.
+	Pods, Containers, Sandboxes int
+	// Images are the unused images removed, ImageBytes their size.
+	Images     []string
+	ImageBytes uint64
+}
+
+// String says what was removed, for the log and the node event.
+func (r Reclaimed) String() string {
+	return fmt.Sprintf("removed %d dead containers and %d sandboxes of %d terminated pods, and %d unused images (%s)",
+		r.Containers, r.Sandboxes, r.Pods, len(r.Images), resourceBytes(r.ImageBytes))
+}
+
+// empty reports whether nothing was removed.
+func (r Reclaimed) empty() bool { return r.Pods == 0 && len(r.Images) == 0 }
+
+// reclaimTimeout bounds one reclaim (image and container removals).
+const reclaimTimeout = 2 * time.Minute
+
+// Node events of the eviction manager (the kubelet's EvictionThresholdMet;
+// NodeResourcesReclaimed says what a reclaim removed, FreeDiskSpaceFailed
+// what it could not).
+const (
+	reasonThresholdMet     = "EvictionThresholdMet"
+	reasonReclaimed        = "NodeResourcesReclaimed"
+	reasonFreeDiskFailed   = "FreeDiskSpaceFailed"
+	thresholdMetMessageTpl = "Attempting to reclaim %s"
+)
 
 // Validate names what is wrong with cfg.
 func (c Config) Validate() error {
@@ -102,7 +146,23 @@ type (
 		n   *memoryNotifier
 		err error
 	}
+	// reclaimDone is a node-level reclaim's outcome and the reading after it.
+	reclaimDone struct {
+		got   Reclaimed
+		err   error
+		stats Stats
+		read  error
+	}
 )
+
+// pendingEviction is a round waiting for its reclaim: the pods and the
+// reading it ranks them on, and the threshold it acts for.
+type pendingEviction struct {
+	active []*v1.Pod
+	stats  Stats
+	obs    map[Signal]observation
+	th     Threshold
+}
 
 type evictor struct {
 	cfg        Config
@@ -124,6 +184,10 @@ type evictor struct {
 	notifier  *memoryNotifier
 	arming    bool
 	notifyOff bool
+	// pending is the round whose reclaim is in flight; roundDue a tick
+	// that came meanwhile (its round starts once the reclaim is done).
+	pending  *pendingEviction
+	roundDue bool
 }
 
 func (e *evictor) Receive(ctx actor.Context) {
@@ -152,13 +216,19 @@ func (e *evictor) Receive(ctx actor.Context) {
 	case *statsRead:
 		e.statsRead(ctx, m)
 	case *messages.NodeConditions:
-		e.decide(ctx, m.Pods)
+		e.decide(ctx, m.Pods, m.Terminated)
+	case *reclaimDone:
+		e.reclaimDone(ctx, m)
 	}
 }
 
 // read starts a stats reading in a goroutine, one at a time.
 func (e *evictor) read(ctx actor.Context) {
-	if e.reading || len(e.cfg.Thresholds) == 0 {
+	if e.pending != nil {
+		e.roundDue = true
+		return
+	}
+	if e.reading || len(e.cfg.Thresholds) == 0 && !e.cfg.LocalStorageCapacityIsolation {
 		return
 	}
 	e.reading = true
@@ -178,21 +248,23 @@ func (e *evictor) statsRead(ctx actor.Context, m *statsRead) {
 		// left out, the others are acted on.
 		klog.ErrorS(m.err, "Eviction manager: cannot read some stats")
 	}
-	if len(observe(m.stats)) == 0 {
+	if len(observe(m.stats)) == 0 && !(e.cfg.LocalStorageCapacityIsolation && len(m.stats.Pods) > 0) {
 		e.reading = false
 		return
 	}
 	e.stats = &m.stats
 	if ctx.Parent() == nil {
-		e.decide(ctx, nil)
+		e.decide(ctx, nil, nil)
 		return
 	}
 	ctx.Request(ctx.Parent(), &messages.GetNodeConditions{})
 }
 
 // decide is one round (the kubelet's synchronize): conditions updated,
-// and while a threshold is met past its grace period, one pod evicted.
-func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
+// pods over their local-storage limits evicted, and while a threshold is
+// met past its grace period, node-level resources reclaimed for a disk
+// signal and, if that was not enough, one pod evicted.
+func (e *evictor) decide(ctx actor.Context, active []*v1.Pod, terminated []types.UID) {
 	if e.stats == nil {
 		return
 	}
@@ -218,6 +290,9 @@ func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
 			delete(e.evicted, uid)
 		}
 	}
+	if e.cfg.LocalStorageCapacityIsolation && e.localStorageEviction(ctx, active, stats, now) {
+		return
+	}
 	if len(r.act) == 0 {
 		return
 	}
@@ -227,31 +302,154 @@ func (e *evictor) decide(ctx actor.Context, active []*v1.Pod) {
 	}
 	e.lastEvicted = ""
 	th := r.act[0]
+	res := signalResource[th.Signal]
 	quantity, available := thresholdAmount(th, obs)
-	klog.InfoS("Eviction manager: threshold met, attempting to reclaim", "signal", th.Signal, "threshold", quantity.String(), "available", available.String(), "soft", th.Soft)
+	klog.InfoS("Eviction manager: threshold met, attempting to reclaim", "signal", th.Signal, "resourceName", res,
+		"threshold", quantity.String(), "available", available.String(), "soft", th.Soft)
+	if e.cfg.Recorder != nil {
+		e.cfg.Recorder.Eventf(nil, v1.EventTypeWarning, reasonThresholdMet, thresholdMetMessageTpl, res)
+	}
+	p := &pendingEviction{active: active, stats: stats, obs: obs, th: th}
+	if e.cfg.Reclaim != nil && reclaimsNodeLevel(th.Signal, stats.ImageFsDedicated) {
+		e.startReclaim(ctx, p, terminated)
+		return
+	}
+	e.evictRanked(ctx, p, now)
+}
+
+// reclaimsNodeLevel reports whether node-level resources relieve the
+// signal (the kubelet's buildSignalToNodeReclaimFuncs): every disk signal
+// when images share the node filesystem, the image filesystem's only when
+// it is dedicated.
+func reclaimsNodeLevel(sig Signal, dedicated bool) bool {
+	switch sig {
+	case SignalImageFsAvailable, SignalImageFsInodesFree:
+		return true
+	case SignalNodeFsAvailable, SignalNodeFsInodesFree:
+		return !dedicated
+	}
+	return false
+}
+
+// startReclaim reclaims node-level resources in a goroutine, then reads
+// the stats again; the round goes on in reclaimDone (no other round
+// starts meanwhile).
+func (e *evictor) startReclaim(ctx actor.Context, p *pendingEviction, terminated []types.UID) {
+	e.pending, e.reading = p, true
+	reclaim, read, life := e.cfg.Reclaim, e.cfg.Stats, e.life
+	terminated = slices.Clone(terminated)
+	actorutil.Go(actorutil.To(ctx), func() any {
+		c, cancel := context.WithTimeout(life, reclaimTimeout)
+		got, err := reclaim(c, terminated)
+		cancel()
+		c, cancel = context.WithTimeout(life, statsTimeout)
+		defer cancel()
+		s, rerr := read(c)
+		return &reclaimDone{got: got, err: err, stats: s, read: rerr}
+	})
+}
+
+// reclaimDone reports what the reclaim removed and evicts a pod only if a
+// threshold is still met on the new reading, minimum reclaim included.
+func (e *evictor) reclaimDone(ctx actor.Context, m *reclaimDone) {
+	p := e.pending
+	e.pending, e.reading = nil, false
+	if p == nil || e.life.Err() != nil {
+		return
+	}
+	if e.roundDue {
+		e.roundDue = false
+		defer e.read(ctx)
+	}
+	res := signalResource[p.th.Signal]
+	if !m.got.empty() {
+		klog.InfoS("Eviction manager: reclaimed node-level resources", "resourceName", res, "pods", m.got.Pods,
+			"containers", m.got.Containers, "sandboxes", m.got.Sandboxes, "images", m.got.Images, "imageBytes", m.got.ImageBytes)
+		if e.cfg.Recorder != nil {
+			e.cfg.Recorder.Eventf(nil, v1.EventTypeNormal, reasonReclaimed, "Eviction manager: %s", m.got)
+		}
+	}
+	if m.err != nil {
+		klog.InfoS("Eviction manager: unexpected error when attempting to reduce resource pressure", "resourceName", res, "err", m.err)
+		if e.cfg.Recorder != nil {
+			e.cfg.Recorder.Eventf(nil, v1.EventTypeWarning, reasonFreeDiskFailed, "%v", m.err)
+		}
+	}
+	if m.read != nil {
+		klog.ErrorS(m.read, "Eviction manager: cannot read some stats after resource reclaim")
+	}
+	obs := observe(m.stats)
+	if o, ok := obs[p.th.Signal]; ok {
+		klog.V(2).InfoS("Eviction manager: observation after resource reclaim", "signal", p.th.Signal, "available", o.available.String(), "capacity", o.capacity.String())
+	}
+	if _, ok := obs[p.th.Signal]; ok && len(thresholdsMet(e.cfg.Thresholds, obs, true)) == 0 {
+		klog.InfoS("Eviction manager: able to reduce resource pressure without evicting pods.", "resourceName", res)
+		return
+	}
+	klog.InfoS("Eviction manager: must evict pod(s) to reclaim", "resourceName", res)
+	e.evictRanked(ctx, p, e.cfg.Clock.Now())
+}
+
+// evictRanked evicts the first pod of the round's ranking for its
+// threshold.
+func (e *evictor) evictRanked(ctx actor.Context, p *pendingEviction, now time.Time) {
+	th := p.th
 	var candidates []*v1.Pod
-	for _, p := range active {
-		if !e.evicted[p.UID] && !critical(p) {
-			candidates = append(candidates, p)
+	for _, pod := range p.active {
+		if !e.evicted[pod.UID] && !critical(pod) {
+			candidates = append(candidates, pod)
 		}
 	}
 	if len(candidates) == 0 {
 		klog.InfoS("Eviction manager: no pod to evict", "signal", th.Signal)
 		return
 	}
-	rank(th.Signal, candidates, stats.Pods)
+	rank(th.Signal, candidates, p.stats.Pods, p.stats.ImageFsDedicated)
 	pod := candidates[0]
-	msg := evictionMessage(th, obs, pod, stats.Pods)
+	msg := evictionMessage(th, p.obs, pod, p.stats.Pods)
 	grace := immediateGracePeriod
 	if th.Soft {
 		grace = e.cfg.MaxPodGracePeriodSeconds
 	}
-	opts := messages.KillOptions{Evict: true, GracePeriodSecondsOverride: &grace, Reason: Reason, Message: msg,
-		Conditions: []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
-			Reason: v1.PodReasonTerminationByKubelet, Message: msg}}}
+	klog.InfoS("Evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", th.Signal, "message", msg)
+	e.evict(ctx, pod, msg, grace, []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+		Reason: v1.PodReasonTerminationByKubelet, Message: msg}}, now)
+}
+
+// localStorageEviction evicts every pod over one of its local-storage
+// limits (the kubelet's localStorageEviction), and reports whether it
+// evicted any: the round ends there, as the kubelet's.
+func (e *evictor) localStorageEviction(ctx actor.Context, active []*v1.Pod, stats Stats, now time.Time) bool {
+	evicted := false
+	for _, pod := range active {
+		if e.evicted[pod.UID] {
+			continue
+		}
+		ps, ok := stats.Pods[pod.UID]
+		if !ok {
+			continue
+		}
+		msg := localStorageViolation(pod, ps, stats.ImageFsDedicated)
+		if msg == "" {
+			continue
+		}
+		if critical(pod) {
+			klog.ErrorS(nil, "Eviction manager: cannot evict a critical pod", "pod", klog.KObj(pod), "message", msg)
+			continue
+		}
+		klog.InfoS("Evicting pod over its local storage limit", "pod", klog.KObj(pod), "podUID", pod.UID, "message", msg)
+		e.evict(ctx, pod, msg, immediateGracePeriod, nil, now)
+		evicted = true
+	}
+	return evicted
+}
+
+// evict asks the supervisor to evict the pod with the kubelet's status
+// and records the Warning event.
+func (e *evictor) evict(ctx actor.Context, pod *v1.Pod, msg string, grace int64, conditions []v1.PodCondition, now time.Time) {
+	opts := messages.KillOptions{Evict: true, GracePeriodSecondsOverride: &grace, Reason: Reason, Message: msg, Conditions: conditions}
 	e.evicted[pod.UID] = true
 	e.lastEvicted, e.lastEvictedUntil = pod.UID, now.Add(podCleanupTimeout)
-	klog.InfoS("Evicting pod", "pod", klog.KObj(pod), "podUID", pod.UID, "signal", th.Signal, "message", msg)
 	if e.cfg.Recorder != nil {
 		e.cfg.Recorder.Eventf(pod, v1.EventTypeWarning, Reason, "%s", msg)
 	}

@@ -213,7 +213,7 @@ func TestRankMemory(t *testing.T) {
 	memUse(stats, "besteffort-big", 300*mi)
 	memUse(stats, "burstable-over-high-prio", 900*mi)
 	memUse(stats, "guaranteed-over", 150*mi)
-	rank(SignalMemoryAvailable, pods, stats)
+	rank(SignalMemoryAvailable, pods, stats, false)
 	want := []string{"no-stats", "besteffort-big", "guaranteed-over", "besteffort-small", "burstable-over-high-prio", "guaranteed-under"}
 	if got := names(pods); !slices.Equal(got, want) {
 		t.Fatalf("rank = %v, want %v", got, want)
@@ -223,7 +223,7 @@ func TestRankMemory(t *testing.T) {
 func TestRankPID(t *testing.T) {
 	stats := map[types.UID]PodStats{"a": {Processes: 3}, "b": {Processes: 30}, "c": {Processes: 300}}
 	pods := []*v1.Pod{pod("a", 0, ""), pod("b", 0, ""), pod("c", 5, "")}
-	rank(SignalPIDAvailable, pods, stats)
+	rank(SignalPIDAvailable, pods, stats, false)
 	if got := names(pods); !slices.Equal(got, []string{"b", "a", "c"}) {
 		t.Fatalf("rank = %v", got)
 	}

@@ -40,6 +40,11 @@ type NodeStats struct {
 	MemoryCapacity uint64
 	// ProcRoot and CgroupRoot default to /proc and /sys/fs/cgroup.
 	ProcRoot, CgroupRoot string
+	// PodsDir (<PodsDir>/<uid>/volumes/emptydir/<name>) and PodLogsDir
+	// (<PodLogsDir>/<ns>_<name>_<uid>/<container>/) are walked for the
+	// pods' emptyDir and log usage (local-storage eviction, disk ranking);
+	// empty, that usage is not read.
+	PodsDir, PodLogsDir string
 }
 
 // Read is one reading (Config.Stats). A signal that cannot be read is
@@ -70,11 +75,15 @@ func (n NodeStats) Read(ctx context.Context) (Stats, error) {
 		if info, err := n.Runtime.ImageFsInfo(ctx); err != nil {
 			errs = append(errs, err)
 		} else if fss := info.GetImageFilesystems(); len(fss) > 0 && fss[0].GetFsId().GetMountpoint() != "" {
-			fs, err := statfs(fss[0].GetFsId().GetMountpoint())
+			mp := fss[0].GetFsId().GetMountpoint()
+			fs, err := statfs(mp)
 			if err != nil {
 				errs = append(errs, err)
 			}
 			s.ImageFs = fs
+			if n.RootDir != "" {
+				s.ImageFsDedicated = !sameFilesystem(n.RootDir, mp)
+			}
 		}
 		stats, err := n.Runtime.ListContainerStats(ctx)
 		if err != nil {
@@ -87,11 +96,15 @@ func (n NodeStats) Read(ctx context.Context) (Stats, error) {
 				continue
 			}
 			ps := s.Pods[uid]
-			ps.Containers = append(ps.Containers, ContainerStats{Name: labels[kuberuntime.LabelContainerName],
-				MemoryWorkingSet: c.GetMemory().GetWorkingSetBytes().GetValue(),
-				Ephemeral:        c.GetWritableLayer().GetUsedBytes().GetValue()})
+			cs := ps.container(labels[kuberuntime.LabelContainerName])
+			cs.MemoryWorkingSet += c.GetMemory().GetWorkingSetBytes().GetValue()
+			cs.Rootfs += c.GetWritableLayer().GetUsedBytes().GetValue()
+			cs.RootfsInodes += c.GetWritableLayer().GetInodesUsed().GetValue()
 			s.Pods[uid] = ps
 		}
+	}
+	if err := n.localStorage(ctx, &s); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return s, errors.Join(errs...)
@@ -133,6 +146,17 @@ func (n NodeStats) memory(proc, cg string, s *Stats) error {
 	}
 	s.MemoryWorkingSet, s.MemoryInactiveFile, s.MemoryCgroupDir = usage, inactive, dir
 	return nil
+}
+
+// sameFilesystem reports whether a and b are on one filesystem (a path
+// that cannot be stat'ed counts as the same: no dedicated filesystem is
+// assumed without proof).
+func sameFilesystem(a, b string) bool {
+	var sa, sb unix.Stat_t
+	if unix.Stat(a, &sa) != nil || unix.Stat(b, &sb) != nil {
+		return true
+	}
+	return sa.Dev == sb.Dev
 }
 
 func orDefault(s, d string) string {

@@ -80,3 +80,38 @@ func removeCgroup(t *testing.T, dir string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Between ticks: the actor under a parent, its clock never stepped after
+// the first round, memory.available read from a test-created cgroup v1
+// memory cgroup with a capacity of 100Mi and a hard threshold of 60Mi. A
+// process in the cgroup allocating 64Mi (again and again, so the usage
+// crosses the armed threshold whenever it is armed) wakes a round through
+// the kernel's notification, and the round evicts the pod. (With
+// NoMemoryNotifications the same test sees no eviction.)
+func TestActorNotifiedBetweenTicks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("registering a cgroup memory threshold needs root")
+	}
+	name := "actorlet-evict-wake-" + strconv.Itoa(os.Getpid())
+	dir := filepath.Join("/sys/fs/cgroup/memory", name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("no cgroup v1 memory hierarchy: %v", err)
+	}
+	t.Cleanup(func() { removeCgroup(t, dir) })
+	stats := NodeStats{MemoryCgroup: "/" + name, MemoryCapacity: 100 * mi}
+	hog := pod("hog", 0, "")
+	p := startUnderWith(t, Config{Thresholds: mustParse(t, Flags{Hard: "memory.available<60Mi"}), Stats: stats.Read}, nil, hog)
+	cmd := exec.Command("sh", "-c", `echo $$ > "$1/cgroup.procs" && while true; do x=$(head -c 67108864 /dev/zero | tr "\0" a); sleep 0.2; unset x; sleep 0.2; done`, "sh", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	select {
+	case k := <-p.kills:
+		if k.UID != hog.UID || !strings.HasPrefix(k.Options.Message, "The node was low on resource: memory. Threshold quantity: 60Mi, available: ") {
+			t.Fatalf("kill %s %q", k.UID, k.Options.Message)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("no eviction within 60s: the memory threshold notification did not wake a round (the clock never ticked)")
+	}
+}

@@ -32,20 +32,27 @@ const systemCriticalPriority int32 = 2000000000
 
 type cmpFunc func(p1, p2 *v1.Pod) int
 
+// usageFunc is a pod's usage of the resource a signal ranks by.
+type usageFunc func(p *v1.Pod, s PodStats) uint64
+
 // rank sorts pods for the threshold's signal, the first to evict first
-// (the kubelet's rankMemoryPressure, rankDiskPressureFunc, rankPIDPressure).
-func rank(sig Signal, pods []*v1.Pod, stats map[types.UID]PodStats) {
+// (the kubelet's rankMemoryPressure, rankDiskPressureFunc, rankPIDPressure);
+// dedicated says the image filesystem is not the node filesystem.
+func rank(sig Signal, pods []*v1.Pod, stats map[types.UID]PodStats, dedicated bool) {
 	get := func(p *v1.Pod) (PodStats, bool) { s, ok := stats[p.UID]; return s, ok }
 	var cmps []cmpFunc
 	switch sig {
 	case SignalMemoryAvailable:
-		use := func(s PodStats) uint64 { return s.memory() }
+		use := func(_ *v1.Pod, s PodStats) uint64 { return s.memory() }
 		cmps = []cmpFunc{exceedsRequests(get, v1.ResourceMemory, use), byPriority, usageOverRequest(get, v1.ResourceMemory, use)}
 	case SignalPIDAvailable:
 		cmps = []cmpFunc{byPriority, byProcesses(get)}
 	default:
-		use := func(s PodStats) uint64 { return s.ephemeral() }
-		cmps = []cmpFunc{exceedsRequests(get, v1.ResourceEphemeralStorage, use), byPriority, usageOverRequest(get, v1.ResourceEphemeralStorage, use)}
+		// Bytes against ephemeral-storage requests, or inodes (nothing
+		// requests them: any use exceeds), as the kubelet's.
+		parts, res := diskPartsFor(sig, dedicated), signalResource[sig]
+		use := func(p *v1.Pod, s PodStats) uint64 { return diskUsage(p, s, parts) }
+		cmps = []cmpFunc{exceedsRequests(get, res, use), byPriority, usageOverRequest(get, res, use)}
 	}
 	sort.SliceStable(pods, func(i, j int) bool {
 		for _, c := range cmps {
@@ -95,30 +102,30 @@ func byPriority(p1, p2 *v1.Pod) int {
 
 // exceedsRequests puts pods using more than they request first; a pod
 // without stats comes before one with them.
-func exceedsRequests(get func(*v1.Pod) (PodStats, bool), name v1.ResourceName, use func(PodStats) uint64) cmpFunc {
+func exceedsRequests(get func(*v1.Pod) (PodStats, bool), name v1.ResourceName, use usageFunc) cmpFunc {
 	return func(p1, p2 *v1.Pod) int {
 		s1, ok1 := get(p1)
 		s2, ok2 := get(p2)
 		if !ok1 || !ok2 {
 			return cmpBool(!ok1, !ok2)
 		}
-		e1 := resource.NewQuantity(int64(use(s1)), resource.BinarySI).Cmp(*podRequest(p1, name)) > 0
-		e2 := resource.NewQuantity(int64(use(s2)), resource.BinarySI).Cmp(*podRequest(p2, name)) > 0
+		e1 := resource.NewQuantity(int64(use(p1, s1)), resource.BinarySI).Cmp(*podRequest(p1, name)) > 0
+		e2 := resource.NewQuantity(int64(use(p2, s2)), resource.BinarySI).Cmp(*podRequest(p2, name)) > 0
 		return cmpBool(e1, e2)
 	}
 }
 
 // usageOverRequest puts the pod using most above its request first.
-func usageOverRequest(get func(*v1.Pod) (PodStats, bool), name v1.ResourceName, use func(PodStats) uint64) cmpFunc {
+func usageOverRequest(get func(*v1.Pod) (PodStats, bool), name v1.ResourceName, use usageFunc) cmpFunc {
 	return func(p1, p2 *v1.Pod) int {
 		s1, ok1 := get(p1)
 		s2, ok2 := get(p2)
 		if !ok1 || !ok2 {
 			return cmpBool(!ok1, !ok2)
 		}
-		u1 := resource.NewQuantity(int64(use(s1)), resource.BinarySI)
+		u1 := resource.NewQuantity(int64(use(p1, s1)), resource.BinarySI)
 		u1.Sub(*podRequest(p1, name))
-		u2 := resource.NewQuantity(int64(use(s2)), resource.BinarySI)
+		u2 := resource.NewQuantity(int64(use(p2, s2)), resource.BinarySI)
 		u2.Sub(*podRequest(p2, name))
 		return u2.Cmp(*u1)
 	}
@@ -168,13 +175,10 @@ func evictionMessage(th Threshold, obs map[Signal]observation, pod *v1.Pod, stat
 			if cs.Name != c.Name {
 				continue
 			}
-			var used uint64
-			if res == v1.ResourceMemory {
-				used = cs.MemoryWorkingSet
-			} else {
-				used = cs.Ephemeral
+			usage := resourceBytes(cs.MemoryWorkingSet)
+			if res == v1.ResourceEphemeralStorage {
+				usage = ephemeralQuantity(cs)
 			}
-			usage := resource.NewQuantity(int64(used), resource.BinarySI)
 			req := c.Resources.Requests[res]
 			if usage.Cmp(req) > 0 {
 				msg += fmt.Sprintf(containerMessageFmt, c.Name, usage.String(), req.String(), res)

@@ -19,8 +19,11 @@ type Stats struct {
 	MemoryInactiveFile uint64
 	MemoryCgroupDir    string
 	// NodeFs is the filesystem of the agent's root directory, ImageFs the
-	// runtime's image filesystem (CRI ImageFsInfo).
-	NodeFs, ImageFs FsStats
+	// runtime's image filesystem (CRI ImageFsInfo). ImageFsDedicated says
+	// they are different filesystems (the kubelet's dedicatedImageFs): the
+	// containers' writable layers then count on the image filesystem only.
+	NodeFs, ImageFs  FsStats
+	ImageFsDedicated bool
 	// PIDMax is the kernel's pid limit, PIDs the processes running.
 	PIDMax, PIDs uint64
 	// Pods are the pods' usage by UID.
@@ -35,30 +38,30 @@ type FsStats struct {
 
 // PodStats is one pod's usage.
 type PodStats struct {
+	// Containers are the pod's containers by name (the instances of a
+	// restarted container summed).
 	Containers []ContainerStats
 	// Processes the pod runs (pid.available ranking).
 	Processes uint64
+	// Volumes and VolumeInodes are the disk usage of the pod's emptyDir
+	// volumes, by volume name, in bytes and inodes.
+	Volumes, VolumeInodes map[string]uint64
 }
 
 // ContainerStats is one container's usage.
 type ContainerStats struct {
 	Name string
-	// MemoryWorkingSet and Ephemeral (writable layer and logs) in bytes.
-	MemoryWorkingSet, Ephemeral uint64
+	// MemoryWorkingSet, Rootfs (the writable layer CRI reports) and Logs
+	// (its log files) in bytes; RootfsInodes and LogsInodes the inodes
+	// the last two use.
+	MemoryWorkingSet, Rootfs, Logs uint64
+	RootfsInodes, LogsInodes       uint64
 }
 
 func (p PodStats) memory() uint64 {
 	var n uint64
 	for _, c := range p.Containers {
 		n += c.MemoryWorkingSet
-	}
-	return n
-}
-
-func (p PodStats) ephemeral() uint64 {
-	var n uint64
-	for _, c := range p.Containers {
-		n += c.Ephemeral
 	}
 	return n
 }

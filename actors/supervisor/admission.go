@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/actors/eviction"
 )
@@ -233,6 +234,22 @@ func (s *supervisor) activePods() []*v1.Pod {
 			continue
 		}
 		out = append(out, d.pod)
+	}
+	return out
+}
+
+// terminatedPods are the desired pods whose work is over and that will not
+// run again: neither restarting nor added again, nor being cleaned up.
+func (s *supervisor) terminatedPods() []types.UID {
+	var out []types.UID
+	for uid, d := range s.pods {
+		if d.rejected || d.readded || s.cleaning[uid] {
+			continue
+		}
+		w := s.workers[uid]
+		if d.done && w == nil || w != nil && w.workDone() && !w.report.RestartRequested {
+			out = append(out, uid)
+		}
 	}
 	return out
 }

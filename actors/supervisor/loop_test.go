@@ -1,12 +1,14 @@
 package supervisor
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/actors/podactor/fake"
@@ -529,5 +531,29 @@ func TestPodAddedAgainWhileStoppingIsForgottenBeforeItRunsAgain(t *testing.T) {
 	}
 	if got := actortest.Of[*messages.PodForgotten](h.prober); len(got) == 0 {
 		t.Fatal("prober not told to forget the UID")
+	}
+}
+
+// NodeConditions names the desired pods whose work is over (what the
+// eviction manager's reclaim may remove): a finished pod, not a running
+// one, nor one removed whose cleanup is in flight.
+func TestNodeConditionsNameTerminatedPods(t *testing.T) {
+	h := newHarness(t, nil)
+	h.rt.SetPhase("done", v1.PodSucceeded)
+	done := jobPod(newPod("done", "done", 1))
+	h.add(done)
+	h.addRunning("running")
+	eventually(t, "finished", func() bool { return finished(h, "done") })
+	eventually(t, "running synced", func() bool { return h.syncsOf("running") > 0 })
+	nc := h.ask(&messages.GetNodeConditions{}).(*messages.NodeConditions)
+	if !slices.Equal(nc.Terminated, []types.UID{"done"}) {
+		t.Fatalf("terminated = %v, want the finished pod only", nc.Terminated)
+	}
+	release := h.rt.Hold(fake.OpCleanupPod)
+	defer release()
+	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{done}, Source: messages.SourceRemote})
+	eventually(t, "cleanup in flight", func() bool { return h.rt.Count(fake.OpCleanupPod) == 1 })
+	if nc := h.ask(&messages.GetNodeConditions{}).(*messages.NodeConditions); len(nc.Terminated) != 0 {
+		t.Fatalf("terminated during the removed pod's cleanup = %v, want none", nc.Terminated)
 	}
 }

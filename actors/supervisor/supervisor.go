@@ -309,7 +309,7 @@ func (s *supervisor) terminatePod(ctx actor.Context, m *messages.TerminatePod) {
 func (s *supervisor) nodeConditions() *messages.NodeConditions {
 	nc := &messages.NodeConditions{RuntimeReady: s.runtimeReady, RuntimeMessage: s.runtimeMessage,
 		PLEGHealthy: s.plegHealthy, PLEGMessage: s.plegMessage, Pods: s.activePods(), ShuttingDown: s.node.shuttingDown,
-		Pressure: append([]v1.NodeConditionType(nil), s.node.pressure...)}
+		Pressure: append([]v1.NodeConditionType(nil), s.node.pressure...), Terminated: s.terminatedPods()}
 	for _, w := range s.workers {
 		if !w.workDone() && w.actor != actorFailed {
 			nc.RunningPods++

@@ -251,11 +251,10 @@ func (m *Manager) GarbageCollect(ctx context.Context) (Result, error) {
 	defer m.running.Unlock()
 	now := m.opts.Clock.Now()
 	var res Result
-	inUse, err := m.detect(ctx, now)
+	images, err := m.unused(ctx, now)
 	if err != nil {
 		return res, err
 	}
-	images := m.candidates(inUse)
 	var errs []error
 
 	// Maximum age: only once the agent has run that long, else every
@@ -313,8 +312,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) (Result, error) {
 		"usage", res.UsagePercent, "highThreshold", p.HighThresholdPercent, "amountToFree", res.Wanted, "lowThreshold", p.LowThresholdPercent)
 	var freed uint64
 	for _, img := range images {
-		if now.Sub(img.firstDetected) < p.MinAge {
-			klog.V(5).InfoS("Image younger than the minimum GC age, kept", "image", img.name, "age", now.Sub(img.firstDetected), "minAge", p.MinAge)
+		if m.young(img, now) {
 			continue
 		}
 		if err := m.remove(ctx, img, "space", &res); err != nil {
@@ -332,6 +330,57 @@ func (m *Manager) GarbageCollect(ctx context.Context) (Result, error) {
 		errs = append(errs, fmt.Errorf("failed to garbage collect required amount of images: attempted to free %d bytes, but only found %d bytes eligible to free", res.Wanted, freed))
 	}
 	return res, errors.Join(errs...)
+}
+
+// DeleteUnusedImages removes every image no container references that
+// is neither pinned nor younger than the minimum age, whatever the
+// thresholds (the kubelet's DeleteUnusedImages: the eviction manager's
+// reclaim before it evicts a pod for disk pressure). It returns what it
+// removed and the removals that failed.
+func (m *Manager) DeleteUnusedImages(ctx context.Context) (Result, error) {
+	m.running.Lock()
+	defer m.running.Unlock()
+	klog.InfoS("Attempting to delete unused images")
+	images, err := m.unused(ctx, m.opts.Clock.Now())
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	var errs []error
+	now := m.opts.Clock.Now()
+	for _, img := range images {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		if m.young(img, now) {
+			continue
+		}
+		if err := m.remove(ctx, img, "reclaim", &res); err != nil && !errors.Is(err, errUsedMeanwhile) {
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// unused detects the images in use at now and returns the others, in
+// eviction order.
+func (m *Manager) unused(ctx context.Context, now time.Time) ([]candidate, error) {
+	inUse, err := m.detect(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	return m.candidates(inUse), nil
+}
+
+// young reports (and logs) an image first seen less than the minimum age
+// before now: it is kept.
+func (m *Manager) young(img candidate, now time.Time) bool {
+	if age := now.Sub(img.firstDetected); age < m.opts.Policy.MinAge {
+		klog.V(5).InfoS("Image younger than the minimum GC age, kept", "image", img.name, "age", age, "minAge", m.opts.Policy.MinAge)
+		return true
+	}
+	return false
 }
 
 // errUsedMeanwhile: a container was created from the image since the

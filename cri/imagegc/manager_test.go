@@ -302,3 +302,38 @@ func TestPolicyValidate(t *testing.T) {
 		testutil.WantError(t, tc.p.Validate(), tc.want)
 	}
 }
+
+// TestDeleteUnusedImages: the eviction manager's reclaim removes every
+// unused image past the minimum age whatever the usage (the filesystem
+// is empty here); in-use (running or exited container), pinned and young
+// images stay.
+func TestDeleteUnusedImages(t *testing.T) {
+	h := newHarness(t, DefaultPolicy())
+	for _, id := range []string{"unused", "running", "exited", "pinned"} {
+		h.addImage(id, 100, id == "pinned")
+	}
+	h.useImage("c1", "running", false)
+	h.useImage("c2", "exited", true)
+	if _, err := h.gc(t); err != nil { // first detection
+		t.Fatal(err)
+	}
+	h.clock.Step(5 * time.Minute)
+	h.addImage("young", 100, false)
+	res, err := h.m.DeleteUnusedImages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Removed, []string{"example.com/unused:1"}) || res.Freed != 100 {
+		t.Fatalf("result %+v, want only the unused image removed", res)
+	}
+	if got := h.images(); !slices.Equal(got, []string{"exited", "pinned", "running", "young"}) {
+		t.Fatalf("images left %v", got)
+	}
+	// A runtime that fails the removal: the error names the image.
+	h.clock.Step(5 * time.Minute)
+	h.rt.FakeImageService.InjectError("RemoveImage", errors.New("disk on fire"))
+	res, err = h.m.DeleteUnusedImages(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "remove image example.com/young:1 (young): disk on fire") || len(res.Removed) != 0 {
+		t.Fatalf("result %+v, err %v: want the failed removal named", res, err)
+	}
+}

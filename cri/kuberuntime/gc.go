@@ -176,3 +176,95 @@ func runningIn(containers []*runtimeapi.Container, sandboxID string) bool {
 	}
 	return false
 }
+
+// Reclaimed is what ReclaimTerminatedPods removed.
+type Reclaimed struct {
+	// Pods are the terminated pods whose content went, Containers and
+	// Sandboxes their dead containers and sandboxes.
+	Pods, Containers, Sandboxes int
+}
+
+// ReclaimTerminatedPods removes what the runtime and the agent keep of
+// pods whose work is over though they are still desired (a completed or
+// evicted pod): their dead containers and sandboxes, emptyDir volumes and
+// logs, as the kubelet's container GC does for terminated pods when the
+// eviction manager reclaims disk (DeleteAllUnusedContainers). A pod the
+// runtime still runs anything of (a ready sandbox, a container not
+// exited) is left alone: the caller's view of it was stale.
+func (m *Manager) ReclaimTerminatedPods(ctx context.Context, uids []types.UID) (Reclaimed, error) {
+	var res Reclaimed
+	if len(uids) == 0 {
+		return res, nil
+	}
+	var sf runtimeapi.PodSandboxFilter
+	var cf runtimeapi.ContainerFilter
+	if m.opts.NodeName != "" {
+		sf.LabelSelector = map[string]string{LabelNode: m.opts.NodeName}
+		cf.LabelSelector = map[string]string{LabelNode: m.opts.NodeName}
+	}
+	sandboxes, err := m.rt.ListPodSandbox(ctx, &sf)
+	if err != nil {
+		return res, fmt.Errorf("list sandboxes: %w", err)
+	}
+	containers, err := m.rt.ListContainers(ctx, &cf)
+	if err != nil {
+		return res, fmt.Errorf("list containers: %w", err)
+	}
+	type held struct{ containers, sandboxes int }
+	want := map[types.UID]*held{}
+	for _, uid := range uids {
+		if uid != "" { // never a selector matching unlabeled containers
+			want[uid] = &held{}
+		}
+	}
+	live := map[types.UID]bool{}
+	for _, s := range sandboxes {
+		uid := types.UID(s.Labels[LabelPodUID])
+		if h := want[uid]; h != nil {
+			h.sandboxes++
+			live[uid] = live[uid] || s.State == runtimeapi.PodSandboxState_SANDBOX_READY
+		}
+	}
+	for _, c := range containers {
+		uid := types.UID(c.Labels[LabelPodUID])
+		if h := want[uid]; h != nil {
+			h.containers++
+			live[uid] = live[uid] || c.State != runtimeapi.ContainerState_CONTAINER_EXITED
+		}
+	}
+	var errs []error
+	for _, uid := range uids {
+		h := want[uid]
+		if h == nil {
+			continue // empty, or named twice
+		}
+		delete(want, uid)
+		if live[uid] {
+			klog.V(2).InfoS("Reclaim: terminated pod still has something running, left alone", "podUID", uid)
+			continue
+		}
+		if h.containers == 0 && h.sandboxes == 0 && !m.hasPodContent(uid) {
+			continue
+		}
+		if err := m.CleanupPod(ctx, uid); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		klog.InfoS("Reclaim: removed the content of a terminated pod", "podUID", uid, "containers", h.containers, "sandboxes", h.sandboxes)
+		res.Pods++
+		res.Containers += h.containers
+		res.Sandboxes += h.sandboxes
+	}
+	return res, errors.Join(errs...)
+}
+
+// hasPodContent reports whether the pod's emptyDir volumes are still on
+// disk (its logs go with its sandboxes: CleanupPod finds their directory
+// through them).
+func (m *Manager) hasPodContent(uid types.UID) bool {
+	if m.opts.PodsDir == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(m.opts.PodsDir, string(uid), "volumes", "emptydir"))
+	return err == nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -69,6 +70,9 @@ type Agent struct {
 	// reserved is what --system-reserved, --kube-reserved and
 	// --eviction-hard hold back from the node's capacity.
 	reserved allocatable.Config
+	// ephemeralStorage is the node's ephemeral-storage capacity (its root
+	// directory's filesystem); nil when it cannot be read.
+	ephemeralStorage *resource.Quantity
 
 	// A graceful node shutdown (shutdown.go): shuttingDown while it runs,
 	// shutDown closed once it is over.
@@ -169,6 +173,11 @@ func (a *Agent) start(ctx context.Context) error {
 	if err := os.Chmod(filepath.Join(cfg.RootDir, "pods"), 0o750); err != nil {
 		return fmt.Errorf("pods directory: %w", err)
 	}
+	if q, err := allocatable.EphemeralStorage(cfg.RootDir); err != nil {
+		klog.ErrorS(err, "The node reports no ephemeral-storage capacity: pods requesting it are refused")
+	} else {
+		a.ephemeralStorage = &q
+	}
 	if a.cfg.NodeIP == "" {
 		a.cfg.NodeIP = procruntime.FirstHostIP()
 	}
@@ -216,7 +225,7 @@ func (a *Agent) start(ctx context.Context) error {
 		HostIP:      a.cfg.NodeIP,
 		NodeName:    cfg.NodeName,
 		Recorder:    a.recorder,
-		Allocatable: nodeAllocatable(cfg.MaxPods, a.reserved),
+		Allocatable: nodeAllocatable(cfg.MaxPods, a.reserved, a.ephemeralStorage),
 		Objects:     store,
 		// A debug container runs the operator's command as exec does.
 		DenyEphemeralContainers: !cfg.AllowExec,
@@ -339,7 +348,7 @@ func (a *Agent) startActors() error {
 		Clock:          clock.RealClock{},
 		NodeName:       cfg.NodeName,
 		NodeLabels:     a.nodeLabels(),
-		Allocatable:    nodeAllocatable(cfg.MaxPods, a.reserved),
+		Allocatable:    nodeAllocatable(cfg.MaxPods, a.reserved, a.ephemeralStorage),
 		MaxPods:        cfg.MaxPods,
 		ResyncInterval: cfg.SyncFrequency,
 		Admit:          a.admission.admitFunc(),
@@ -461,7 +470,7 @@ func (a *Agent) startNodeServices(ctx context.Context) error {
 		JS: a.conn.JS, NodeName: cfg.NodeName, Period: cfg.NodeStatusUpdateFrequency,
 		Conditions: a.nodeConditions, Version: Version, RuntimeVersion: a.runtimeVer,
 		Labels: cfg.NodeLabels, Taints: cfg.RegisterWithTaints, MaxPods: cfg.MaxPods,
-		Reserved: a.reserved,
+		Reserved: a.reserved, EphemeralStorage: a.ephemeralStorage,
 	})
 	if err != nil {
 		return fmt.Errorf("start the node heartbeat: %w", err)
@@ -546,8 +555,12 @@ var _ supervisor.Runtime = managerAdapter{}
 // memory, and the pod limit.
 // nodeAllocatable is the node's capacity minus its reservations, as the
 // kubelet's Allocatable.
-func nodeAllocatable(maxPods int, reserved allocatable.Config) v1.ResourceList {
-	return reserved.Allocatable(allocatable.Capacity(maxPods, memTotal()))
+func nodeAllocatable(maxPods int, reserved allocatable.Config, ephemeral *resource.Quantity) v1.ResourceList {
+	capacity := allocatable.Capacity(maxPods, memTotal())
+	if ephemeral != nil {
+		capacity[v1.ResourceEphemeralStorage] = *ephemeral
+	}
+	return reserved.Allocatable(capacity)
 }
 
 func memTotal() int64 {

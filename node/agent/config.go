@@ -110,6 +110,10 @@ type Config struct {
 	EvictionMonitoringInterval       time.Duration `json:"evictionMonitoringInterval"`
 	EvictionMemoryCgroup             string        `json:"evictionMemoryCgroup"`
 	EvictionMemoryCapacity           string        `json:"evictionMemoryCapacity"`
+	// LocalStorageCapacityIsolation evicts pods over their emptyDir
+	// sizeLimit or ephemeral-storage limits (the kubelet's setting of the
+	// same name, default true).
+	LocalStorageCapacityIsolation bool `json:"localStorageCapacityIsolation"`
 
 	SyncFrequency             time.Duration `json:"syncFrequency"`
 	RelistPeriod              time.Duration `json:"relistPeriod"`
@@ -324,6 +328,7 @@ func DefaultConfig() Config {
 		EvictionHard:                     eviction.DefaultEvictionHard,
 		EvictionPressureTransitionPeriod: eviction.DefaultPressureTransitionPeriod,
 		EvictionMonitoringInterval:       eviction.DefaultMonitoringInterval,
+		LocalStorageCapacityIsolation:    true,
 		EnforceNodeAllocatable:           "pods",
 		CgroupsPerQOS:                    true,
 		CgroupDriver:                     "cgroupfs",

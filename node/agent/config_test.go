@@ -64,7 +64,7 @@ nats:
 					AllowExec: true, AllowLogs: true, EnableDebuggingHandlers: true,
 					ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, ContainerLogMonitorInterval: 10 * time.Second,
 					ImageGCHighThresholdPercent: 85, ImageGCLowThresholdPercent: 80, ImageMinimumGCAge: 2 * time.Minute, ImageGCPeriod: 5 * time.Minute,
-					EvictionPressureTransitionPeriod: 5 * time.Minute, EvictionMonitoringInterval: 10 * time.Second,
+					EvictionPressureTransitionPeriod: 5 * time.Minute, EvictionMonitoringInterval: 10 * time.Second, LocalStorageCapacityIsolation: true,
 					MaxInteractiveSessions: 4, StreamingConnectionIdleTimeout: 30 * time.Minute,
 					EvictionHard: allocatable.DefaultEvictionHard, EnforceNodeAllocatable: "pods", CgroupsPerQOS: true, CgroupDriver: "cgroupfs", CgroupRoot: "/",
 					NATS: NATSConfig{Host: "127.0.0.1", Port: 4222}}

@@ -1,14 +1,17 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/actorlet/actorlet/actors/eviction"
@@ -31,6 +34,7 @@ func registerEvictionFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.DurationVar(&cfg.EvictionMonitoringInterval, "eviction-monitoring-interval", cfg.EvictionMonitoringInterval, "how often the eviction manager reads the node's stats")
 	fs.StringVar(&cfg.EvictionMemoryCgroup, "eviction-memory-cgroup", cfg.EvictionMemoryCgroup, "cgroup v1 memory cgroup whose working set is the node's memory use for memory.available (default /, the whole node)")
 	fs.StringVar(&cfg.EvictionMemoryCapacity, "eviction-memory-capacity", cfg.EvictionMemoryCapacity, "memory capacity memory.available is computed against (a quantity; default the machine's memory)")
+	fs.BoolVar(&cfg.LocalStorageCapacityIsolation, "local-storage-capacity-isolation", cfg.LocalStorageCapacityIsolation, "evict a pod whose emptyDir exceeds its sizeLimit or whose containers' writable layers, logs and emptyDirs exceed their ephemeral-storage limits, as the kubelet's localStorageCapacityIsolation")
 }
 
 // evictionThresholds parses the thresholds (errors name the flag).
@@ -72,11 +76,14 @@ func (a *Agent) evictionConfig() (*eviction.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ths) == 0 {
-		klog.InfoS("Eviction off: no threshold set")
+	if len(ths) == 0 && !c.LocalStorageCapacityIsolation {
+		klog.InfoS("Eviction off: no threshold set and local storage capacity isolation off")
 		return nil, nil
 	}
 	stats := eviction.NodeStats{RootDir: c.RootDir, MemoryCgroup: c.EvictionMemoryCgroup}
+	if c.LocalStorageCapacityIsolation {
+		stats.PodsDir, stats.PodLogsDir = filepath.Join(c.RootDir, "pods"), c.PodLogsDir
+	}
 	if c.EvictionMemoryCapacity != "" {
 		q, err := resource.ParseQuantity(c.EvictionMemoryCapacity)
 		if err != nil {
@@ -90,8 +97,32 @@ func (a *Agent) evictionConfig() (*eviction.Config, error) {
 		klog.InfoS("Eviction: the runtime reports no container stats; pods are ranked without their usage")
 	}
 	klog.InfoS("Eviction on", "hard", c.EvictionHard, "soft", c.EvictionSoft, "monitoringInterval", c.EvictionMonitoringInterval,
-		"pressureTransitionPeriod", c.EvictionPressureTransitionPeriod, "memoryCgroup", c.EvictionMemoryCgroup, "memoryCapacity", c.EvictionMemoryCapacity)
+		"pressureTransitionPeriod", c.EvictionPressureTransitionPeriod, "memoryCgroup", c.EvictionMemoryCgroup, "memoryCapacity", c.EvictionMemoryCapacity,
+		"localStorageCapacityIsolation", c.LocalStorageCapacityIsolation)
 	return &eviction.Config{Thresholds: ths, MaxPodGracePeriodSeconds: c.EvictionMaxPodGracePeriod,
 		PressureTransitionPeriod: c.EvictionPressureTransitionPeriod, MonitoringInterval: c.EvictionMonitoringInterval,
-		Stats: stats.Read, Recorder: a.recorder}, nil
+		Stats: stats.Read, Recorder: a.recorder, LocalStorageCapacityIsolation: c.LocalStorageCapacityIsolation,
+		Reclaim: a.reclaimNodeResources}, nil
+}
+
+// reclaimNodeResources is the eviction manager's reclaim before a disk
+// eviction, in the kubelet's order: what terminated pods left (dead
+// containers, sandboxes, emptyDirs, logs), then every unused image (when
+// image garbage collection is on).
+func (a *Agent) reclaimNodeResources(ctx context.Context, terminated []types.UID) (eviction.Reclaimed, error) {
+	var got eviction.Reclaimed
+	var errs []error
+	r, err := a.manager.ReclaimTerminatedPods(ctx, terminated)
+	got.Pods, got.Containers, got.Sandboxes = r.Pods, r.Containers, r.Sandboxes
+	if err != nil {
+		errs = append(errs, fmt.Errorf("remove what terminated pods left: %w", err))
+	}
+	if a.imageGC != nil {
+		res, err := a.imageGC.DeleteUnusedImages(ctx)
+		got.Images, got.ImageBytes = res.Removed, res.Freed
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete unused images: %w", err))
+		}
+	}
+	return got, errors.Join(errs...)
 }

@@ -12,8 +12,11 @@ func TestEvictionFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.EvictionHard != "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,imagefs.available<15%" ||
-		c.EvictionPressureTransitionPeriod != 5*time.Minute || c.EvictionMonitoringInterval != 10*time.Second {
-		t.Errorf("defaults = %q %s %s", c.EvictionHard, c.EvictionPressureTransitionPeriod, c.EvictionMonitoringInterval)
+		c.EvictionPressureTransitionPeriod != 5*time.Minute || c.EvictionMonitoringInterval != 10*time.Second || !c.LocalStorageCapacityIsolation {
+		t.Errorf("defaults = %q %s %s %v", c.EvictionHard, c.EvictionPressureTransitionPeriod, c.EvictionMonitoringInterval, c.LocalStorageCapacityIsolation)
+	}
+	if c, err := ParseFlags([]string{"--node-name", "n1", "--root-dir", t.TempDir(), "--local-storage-capacity-isolation=false"}); err != nil || c.LocalStorageCapacityIsolation {
+		t.Errorf("--local-storage-capacity-isolation=false: %v, %v", c.LocalStorageCapacityIsolation, err)
 	}
 	c, err = ParseFlags([]string{"--node-name", "n1", "--root-dir", t.TempDir(), "--eviction-hard", "memory.available<1Gi",
 		"--eviction-soft", "memory.available<2Gi", "--eviction-soft-grace-period", "memory.available=1m",

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -235,6 +236,17 @@ func subtract(capacity, reserved v1.ResourceList) v1.ResourceList {
 		out[name] = v
 	}
 	return out
+}
+
+// EphemeralStorage is the node's ephemeral-storage capacity, as the
+// kubelet reports it: the size of the filesystem holding its root
+// directory (statfs).
+func EphemeralStorage(rootDir string) (resource.Quantity, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(rootDir, &st); err != nil {
+		return resource.Quantity{}, fmt.Errorf("ephemeral-storage capacity: statfs %s: %w", rootDir, err)
+	}
+	return *resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI), nil
 }
 
 // Capacity is the host's capacity: its CPUs, memTotal bytes of memory

@@ -113,3 +113,15 @@ func TestAllocatable(t *testing.T) {
 		}
 	}
 }
+
+// The ephemeral-storage capacity is the size of the root directory's
+// filesystem; a missing directory is an error naming it.
+func TestEphemeralStorage(t *testing.T) {
+	q, err := EphemeralStorage(t.TempDir())
+	if err != nil || q.Sign() <= 0 {
+		t.Fatalf("EphemeralStorage = %s, %v", q.String(), err)
+	}
+	if _, err := EphemeralStorage("/nonexistent/actorlet-root"); err == nil || !strings.Contains(err.Error(), "ephemeral-storage capacity: statfs /nonexistent/actorlet-root") {
+		t.Fatalf("missing root dir: %v", err)
+	}
+}

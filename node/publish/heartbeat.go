@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -47,6 +48,9 @@ type HeartbeatConfig struct {
 	// Reserved is held back from the capacity: Allocatable is computed
 	// from it as the kubelet's (zero: Allocatable = Capacity).
 	Reserved allocatable.Config
+	// EphemeralStorage, when set, is the ephemeral-storage capacity (the
+	// filesystem of the agent's root directory).
+	EphemeralStorage *resource.Quantity
 	// Clock paces the beats (default real time).
 	Clock clock.WithTicker
 }
@@ -107,6 +111,9 @@ func StartHeartbeat(ctx context.Context, cfg HeartbeatConfig) (*Heartbeat, error
 		done:  make(chan struct{}),
 	}
 	h.facts.period = cfg.Period
+	if cfg.EphemeralStorage != nil {
+		h.facts.capacity[v1.ResourceEphemeralStorage] = *cfg.EphemeralStorage
+	}
 	h.facts.allocatable = cfg.Reserved.Allocatable(h.facts.capacity)
 	h.facts.taints = append([]v1.Taint(nil), cfg.Taints...)
 	ctx, h.cancel = context.WithCancel(ctx)

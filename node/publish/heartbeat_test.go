@@ -279,12 +279,13 @@ func TestHeartbeatReportsAllocatable(t *testing.T) {
 	kv := createBucket(t, js, wire.NodesBucket)
 	conds := &conditions{}
 	conds.set(messages.NodeConditions{RuntimeReady: true, PLEGHealthy: true}, nil)
-	evict, err := allocatable.ParseEvictionHard("--eviction-hard", "memory.available<100Mi")
+	evict, err := allocatable.ParseEvictionHard("--eviction-hard", "memory.available<100Mi,nodefs.available<10%")
 	if err != nil {
 		t.Fatal(err)
 	}
+	disk := resource.MustParse("100Gi")
 	h, err := StartHeartbeat(context.Background(), HeartbeatConfig{
-		JS: js, NodeName: "n1", Conditions: conds.get, MaxPods: 10,
+		JS: js, NodeName: "n1", Conditions: conds.get, MaxPods: 10, EphemeralStorage: &disk,
 		Reserved: allocatable.Config{
 			SystemReserved: v1.ResourceList{v1.ResourceMemory: resource.MustParse("200Mi"), v1.ResourcePods: resource.MustParse("1")},
 			EvictionHard:   evict,
@@ -298,6 +299,10 @@ func TestHeartbeatReportsAllocatable(t *testing.T) {
 	eventually(t, 5*time.Second, "node registered", func() bool { n = readNode(t, kv, "n1"); return n != nil })
 	if pods := n.Status.Allocatable[v1.ResourcePods]; pods.Value() != 9 {
 		t.Errorf("pods allocatable %s, want 9", pods.String())
+	}
+	capDisk, allocDisk := n.Status.Capacity[v1.ResourceEphemeralStorage], n.Status.Allocatable[v1.ResourceEphemeralStorage]
+	if capDisk.Cmp(disk) != 0 || allocDisk.Value() != 90<<30 {
+		t.Errorf("ephemeral-storage capacity %s allocatable %s, want 100Gi and 90Gi (less nodefs.available<10%%)", capDisk.String(), allocDisk.String())
 	}
 	capMem, ok := n.Status.Capacity[v1.ResourceMemory]
 	if !ok {

@@ -338,12 +338,17 @@ func containerStatus(t *testing.T, p *v1.Pod, name string) v1.ContainerStatus {
 	return v1.ContainerStatus{}
 }
 
-// events reads every event recorded about the pod from the events stream.
+// events reads every event recorded about the pod from the events stream
+// (about the node itself when name is empty).
 func (e *env) events(name string) ([]v1.Event, error) {
+	subject := wire.EventSubject(e.node, namespace, name)
+	if name == "" {
+		subject = wire.EventSubject(e.node, "", "")
+	}
 	ctx, cancel := e.call()
 	defer cancel()
 	cons, err := e.conn.JS.OrderedConsumer(ctx, wire.EventsStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{wire.EventSubject(e.node, namespace, name)},
+		FilterSubjects: []string{subject},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consume events of %s: %w", name, err)
@@ -363,7 +368,8 @@ func (e *env) events(name string) ([]v1.Event, error) {
 	return out, batch.Error()
 }
 
-// waitEvent waits for an event about the pod with the given type and reason.
+// waitEvent waits for an event about the pod (the node when name is
+// empty) with the given type and reason.
 func (e *env) waitEvent(name, eventType, reason string, timeout time.Duration) v1.Event {
 	e.t.Helper()
 	var found v1.Event
