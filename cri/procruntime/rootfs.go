@@ -411,7 +411,11 @@ func buildView(spec *viewSpec) (string, error) {
 			continue
 		}
 		seen[m.point] = true
-		if err := unix.Mount(m.point, filepath.Join(root, m.point), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		if err := unix.Mount(m.point, filepath.Join(root, m.point), "", unix.MS_BIND|unix.MS_REC, ""); errors.Is(err, unix.ENOENT) {
+			// Unmounted and removed since mountinfo was read (a container
+			// of another runtime on the host going away): nothing to show.
+			continue
+		} else if err != nil {
 			return "", fmt.Errorf("bind the host's %s: %w", m.point, err)
 		}
 	}

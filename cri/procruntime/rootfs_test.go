@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -420,4 +421,56 @@ func TestCgroupParentTermAndInfo(t *testing.T) {
 	if err := e.c.RemovePodSandbox(context.Background(), sb); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestViewWhileHostMountsChurn: mounts that come and go on the host while
+// containers start (another runtime's container root filesystems, as
+// containerd mounts and removes them under /run) never fail a start: a
+// mount gone between the view's reading of the host's mounts and its bind
+// is left out. (A chaos run on a host with a containerd beside it failed
+// starts with "bind the host's …/rootfs: no such file or directory".)
+func TestViewWhileHostMountsChurn(t *testing.T) {
+	e := newViewEnv(t)
+	churn, err := os.MkdirTemp("/var/tmp", "actorlet-churn-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		for ; ; n++ {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			// Eight mounts at a time, each living a few hundred
+			// microseconds: some are read by a view and gone before
+			// its bind.
+			d := filepath.Join(churn, fmt.Sprint("m", n%8))
+			_ = syscall.Unmount(d, syscall.MNT_DETACH)
+			_ = os.Remove(d)
+			_ = os.Mkdir(d, 0o700)
+			_ = syscall.Mount("tmpfs", d, "tmpfs", 0, "size=64k")
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	var n int
+	end := sync.OnceFunc(func() { close(stop); n = <-done })
+	t.Cleanup(func() {
+		end() // first: the loop would mount again
+		for i := 0; i < 8; i++ {
+			_ = syscall.Unmount(filepath.Join(churn, fmt.Sprint("m", i)), syscall.MNT_DETACH)
+		}
+		_ = os.RemoveAll(churn)
+	})
+	sb, sbCfg := e.runSandbox("churn", nil)
+	const starts = 20
+	for i := 0; i < starts; i++ {
+		e.run(sb, sbCfg, containerConfig(fmt.Sprint("c", i), nil, "sleep", "60"))
+	}
+	end()
+	t.Logf("%d containers started while %d host mounts came and went", starts, n)
 }
