@@ -3,10 +3,12 @@ package bus_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
 // TestProtocolReplicasOnCluster: the first agent creates R3 buckets on a
@@ -91,4 +93,30 @@ func bucketReplicas(ctx context.Context, t *testing.T, c *bus.Conn, bucket strin
 		t.Fatal(err)
 	}
 	return st.Config().Replicas
+}
+
+// TestNodeConsumersWaitForTheCluster: a node's consumers set up while the
+// cluster has lost its quorum (two of three servers restarting) wait for
+// it instead of failing with "JetStream system temporarily unavailable":
+// an agent started then comes up once the servers are back rather than
+// exiting (a chaos run saw agents exit so).
+func TestNodeConsumersWaitForTheCluster(t *testing.T) {
+	cl := bustest.StartCluster(t, 3)
+	c := cl.ConnectWithProtocol(t, "op", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl.Stop(1)
+	cl.Stop(2)
+	errc := make(chan error, 1)
+	go func() { errc <- busauth.EnsureNodeConsumers(ctx, c.JS, "n1") }()
+	select {
+	case err := <-errc:
+		t.Fatalf("returned while the cluster had no quorum: %v", err)
+	case <-time.After(2 * time.Second):
+	}
+	cl.Start(1)
+	cl.Start(2)
+	if err := <-errc; err != nil {
+		t.Fatalf("EnsureNodeConsumers once the servers were back: %v", err)
+	}
 }

@@ -64,9 +64,11 @@ func NodeObjectConsumers(node string) map[string]jetstream.ConsumerConfig {
 // EnsureNodeConsumers creates the node's consumers, or checks that they
 // exist. A connection with node permissions cannot create them: it then
 // returns wire.ErrNotProvisioned for a missing one, and accepts existing ones as
-// they are.
+// they are. An error of a cluster between leaders ("JetStream system
+// temporarily unavailable", a timeout) is retried until ctx ends: an agent
+// starting during a server's restart waits rather than exits.
 func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	return ensureConsumers(ctx, js, NodeConsumers(node))
+	return wire.RetryTransient(ctx, func(ctx context.Context) error { return ensureConsumers(ctx, js, NodeConsumers(node)) })
 }
 
 // EnsureNodeObjectConsumers does what EnsureNodeConsumers does for
@@ -74,7 +76,7 @@ func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node strin
 // (actorletctl node add); a node runs without its object consumers until
 // they are there (sources/objects waits for them).
 func EnsureNodeObjectConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	return ensureConsumers(ctx, js, NodeObjectConsumers(node))
+	return wire.RetryTransient(ctx, func(ctx context.Context) error { return ensureConsumers(ctx, js, NodeObjectConsumers(node)) })
 }
 
 func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[string]jetstream.ConsumerConfig) error {
