@@ -67,6 +67,14 @@ var trafficClasses = []trafficClass{
 // tapQueue is the taps' queue group.
 const tapQueue = "actorlet-bench-tap"
 
+// A tap that falls behind holds at most this much (a run whose servers
+// are starved once grew the process to 9 GB without a bound); what it
+// drops is counted (busTraffic.dropped) and printed under the table.
+const (
+	tapPendingMsgs  = 1 << 20
+	tapPendingBytes = 512 << 20
+)
+
 // startBusTap subscribes on every running server of b.
 func startBusTap(b *benchBus) (*busTap, error) {
 	sys, err := b.auth.IssueSystem("bench-tap")
@@ -93,7 +101,7 @@ func startBusTap(b *benchBus) (*busTap, error) {
 			t.servers = append(t.servers, s)
 			sub, err := nc.QueueSubscribe(side.subject, tapQueue, t.count)
 			if err == nil {
-				err = sub.SetPendingLimits(-1, -1)
+				err = sub.SetPendingLimits(tapPendingMsgs, tapPendingBytes)
 			}
 			if err == nil {
 				err = nc.Flush()
@@ -282,12 +290,19 @@ type busTraffic struct {
 	// each message counted once, at its sender); total: the servers'
 	// varz in+out, less what the taps received.
 	routes, total classCount
+	// dropped: messages a tap could not keep (pending limit); they are in
+	// no class.
+	dropped int64
 }
 
 // read drains what the taps were sent so far and reads every running
 // server's counters.
 func (t *busTap) read(ctx context.Context) (busTraffic, error) {
+	var dropped int64
 	for i, nc := range t.conns {
+		if n, err := t.subs[i].Dropped(); err == nil {
+			dropped += int64(n)
+		}
 		if !t.servers[i].Running() || nc.IsClosed() {
 			continue
 		}
@@ -307,7 +322,7 @@ func (t *busTap) read(ctx context.Context) (busTraffic, error) {
 			}
 		}
 	}
-	var r busTraffic
+	r := busTraffic{dropped: dropped}
 	t.mu.Lock()
 	r.classes = make(map[string]classCount, len(t.counts))
 	for k, v := range t.counts {
@@ -365,8 +380,9 @@ func (t *busTap) read(ctx context.Context) (busTraffic, error) {
 // sub is the traffic between two readings.
 func (r busTraffic) sub(before busTraffic) busTraffic {
 	out := busTraffic{classes: map[string]classCount{}, detail: map[[2]string]classCount{}, groups: r.groups,
-		routes: classCount{r.routes.msgs - before.routes.msgs, r.routes.bytes - before.routes.bytes},
-		total:  classCount{r.total.msgs - before.total.msgs, r.total.bytes - before.total.bytes}}
+		routes:  classCount{r.routes.msgs - before.routes.msgs, r.routes.bytes - before.routes.bytes},
+		total:   classCount{r.total.msgs - before.total.msgs, r.total.bytes - before.total.bytes},
+		dropped: r.dropped - before.dropped}
 	for k, v := range r.classes {
 		b := before.classes[k]
 		out.classes[k] = classCount{v.msgs - b.msgs, v.bytes - b.bytes}

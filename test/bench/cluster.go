@@ -100,6 +100,11 @@ func trafficTable(k, p int, topos []clusterTopology, traffic []busTraffic) *tabl
 	for _, c := range trafficClasses {
 		t.note("%s: %s", c.name, c.how)
 	}
+	for i, tr := range traffic {
+		if tr.dropped > 0 {
+			t.note("%s: the taps fell behind and dropped %d messages (%.2f per pod), counted in no class", topos[i].name, tr.dropped, float64(tr.dropped)/pods)
+		}
+	}
 	t.note("routes: the servers' routez (out messages and bytes of every route, all accounts, raft included); varz: every running server's in+out messages and bytes, less the taps' connections (connz), as the table above; a killed server's counts are lost")
 	return t
 }
