@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -38,6 +39,11 @@ func benchCluster(ctx context.Context, e *env) error {
 			}
 		}
 		fmt.Printf("  %s: %s\n", topo.name, time.Since(start).Round(time.Second))
+		if err == nil {
+			// The row at once: a later bus that does not converge and is
+			// interrupted takes the table with it.
+			fmt.Printf("    %s\n", strings.Join(t.rows[len(t.rows)-1], " | "))
+		}
 	}
 	t.note("bus: authenticated (docs/security.md): servers trust a test authority; the harness bootstraps the buckets and provisions every node (its consumers and .creds, as `actorletctl node add`) with admin credentials; each agent connects with its own node credentials and inbox prefix")
 	t.note("every agent: in this process, its own node name, root dir and in-memory runtime (test/memcri), relist 1 s, heartbeat 10 s, connected with the full server list")
