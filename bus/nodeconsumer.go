@@ -38,9 +38,10 @@ func (e *Entry) Created() time.Time              { return e.created }
 func (e *Entry) Delta() uint64                   { return e.delta }
 func (e *Entry) Operation() jetstream.KeyValueOp { return e.op }
 
-// Pull requests of a consumer read. A read has at most one request
-// waiting on the server at a time, and every request expires, so a read
-// that stops leaves nothing behind for long: while the stored entries are
+// Pull requests of a consumer read. A read has one request waiting on the
+// server at a time (two only for a while after a silence, when it asks
+// again while the lost one may still wait), and every request expires, so
+// a read that stops leaves nothing behind for long: while the stored entries are
 // read, requests live storedExpires and the server sends an idle
 // heartbeat after storedHeartbeat without a message; afterwards they live
 // pullExpires with a heartbeat every pullHeartbeat. (nats-server wants a
@@ -51,9 +52,11 @@ const (
 	storedHeartbeat = 100 * time.Millisecond
 	pullExpires     = 5 * time.Second
 	pullHeartbeat   = 2 * time.Second
-	// pullSilence ends a read that hears nothing (no message, heartbeat or
-	// request end) for this long: its request was lost with a server or a
-	// consumer leader.
+	// pullSilence: a read that hears nothing (no message, heartbeat or
+	// request end) for this long asks again with a new request (its
+	// request was lost with a consumer leader, or the server or this
+	// process is too loaded to keep the heartbeat's pace); after a second
+	// such silence the read ends.
 	pullSilence = 2*pullHeartbeat + time.Second
 	// consumerAPITimeout bounds each of the lookup and resets that start a
 	// read.
@@ -267,15 +270,34 @@ func (r *pullReader) run(out chan<- jetstream.KeyValueEntry, stop <-chan struct{
 	}
 	silence := time.NewTimer(pullSilence)
 	defer silence.Stop()
+	// silent: the last silence renewed the request and nothing was heard
+	// since. A renewal keeps the read's proof: whatever the new request
+	// brings is checked as everything else (the consumer sequence must
+	// follow the last one received, a heartbeat must name it), so a
+	// message the lost request took ends the read with ErrConsumerGap as
+	// before, and a contiguous read goes on without a re-watch (which
+	// costs a lookup, two resets and the whole stream: under a load that
+	// delays heartbeats, re-watches of every node fed the load).
+	silent := false
 	for {
 		var m *nats.Msg
 		select {
 		case <-stop:
 			return nil
 		case <-silence.C:
-			return fmt.Errorf("consumer %s of bucket %s: nothing heard for %s (no message, heartbeat or end of request): the pull request was lost", r.consumer, r.bucket, pullSilence)
+			if silent {
+				return fmt.Errorf("consumer %s of bucket %s: nothing heard for 2 x %s (no message, heartbeat or end of request), after asking again: the pull request was lost", r.consumer, r.bucket, pullSilence)
+			}
+			silent = true
+			r.want = 0
+			if err := r.request(initDone); err != nil {
+				return err
+			}
+			silence.Reset(pullSilence)
+			continue
 		case m = <-r.msgs:
 		}
+		silent = false
 		silence.Reset(pullSilence)
 		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
 			if err := r.status(m, status); err != nil {
@@ -352,6 +374,14 @@ func (r *pullReader) status(m *nats.Msg, status string) error {
 	case "404", "408": // no messages or the request expired
 		r.want = 0
 		return nil
+	case "409":
+		if m.Header.Get("Description") == "Leadership Change" {
+			// The consumer has a new leader, which does not have the
+			// request: ask it again (what it delivers is checked as
+			// everything else).
+			r.want = 0
+			return nil
+		}
 	}
 	r.want = 0
 	return fmt.Errorf("consumer %s of bucket %s: pull request ended: %s %s", r.consumer, r.bucket, status, m.Header.Get("Description"))

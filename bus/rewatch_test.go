@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,4 +166,66 @@ func TestWatchConsumerGapEndsRead(t *testing.T) {
 		t.Fatalf("no read saw the other reader's request take a message (%d taken)", len(stolen))
 	}
 	t.Logf("%d of 3 reads ended with a gap; the other reader took %d messages", gaps, len(stolen))
+}
+
+// TestReadGoesOnAfterConsumerLeaderChange: when the node's consumer gets
+// a new leader (its server died, or a step-down), the read's waiting pull
+// request is lost with the old one. The read hears nothing, asks again
+// with a new request, and goes on with the new leader's deliveries,
+// checked as every other (before, it ended, and the node re-watched: a
+// lookup, two resets and the whole stream again).
+func TestReadGoesOnAfterConsumerLeaderChange(t *testing.T) {
+	ctx := testContext(t)
+	c := bustest.StartCluster(t, 3).ConnectWithProtocol(t, "op", 3)
+	const node, n = "n1", 5
+	provision(ctx, t, c, node, n)
+	w := startRead(ctx, t, c, node)
+	defer w.Stop()
+	next := func(what string) string {
+		t.Helper()
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				t.Fatalf("%s: the read ended: %v", what, w.Err())
+			}
+			if e == nil {
+				return ""
+			}
+			return e.Key()
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: nothing within 30 s", what)
+		}
+		return ""
+	}
+	for i := 0; i <= n; i++ { // the stored entries and their end (nil)
+		next("stored entries")
+	}
+	// Let the consumer's delivered state reach its replicas, then move its
+	// leadership.
+	time.Sleep(2 * time.Second)
+	subject := "$JS.API.CONSUMER.LEADER.STEPDOWN." + busauth.DesiredStream + "." + wire.NodeDesiredConsumer(node)
+	resp, err := c.NC.Request(subject, nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(resp.Data), `"success":true`) {
+		t.Fatalf("step-down: %s", resp.Data)
+	}
+	kv, err := c.JS.KeyValue(ctx, wire.DesiredBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := wire.DesiredNodeKey(node, "default", "after")
+	for {
+		if _, err = kv.Put(ctx, key, []byte("{}")); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := next("the write after the step-down"); got != key {
+		t.Fatalf("read %q, want %q", got, key)
+	}
 }

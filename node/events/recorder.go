@@ -1,6 +1,10 @@
 // Package events records Kubernetes-style events (v1.Event) about pods and
 // the node and publishes them on the bus, on subjects wire.EventSubject,
-// which the ACTORLET_EVENTS stream keeps.
+// which the ACTORLET_EVENTS stream keeps. They are published as plain NATS
+// messages, without asking the stream for an acknowledgement: events are
+// best effort (as the kubelet's), a failed JetStream publish was dropped
+// too, and the ack was one more message per event (three per pod start)
+// and a round trip that held the next event back.
 //
 // Eventf never blocks its caller: events go through a bounded queue to one
 // publishing goroutine, and are dropped (and counted) when the queue is full.
@@ -11,7 +15,6 @@
 package events
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,13 +40,12 @@ const Component = "actorlet"
 const (
 	DefaultQueueSize   = 1000
 	DefaultDedupWindow = 10 * time.Minute
-	publishTimeout     = 5 * time.Second
 	maxCached          = 4096
 )
 
-// publisher is the part of jetstream.JetStream the recorder uses.
+// publisher is the part of nats.Conn the recorder uses.
 type publisher interface {
-	Publish(ctx context.Context, subject string, payload []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+	Publish(subject string, payload []byte) error
 }
 
 var _ record.EventRecorder = &Recorder{}
@@ -92,9 +94,10 @@ type dedupKey struct {
 	eventType, reason, text string
 }
 
-// NewRecorder starts a recorder publishing through js for node nodeName.
+// NewRecorder starts a recorder publishing through js's connection for
+// node nodeName.
 func NewRecorder(js jetstream.JetStream, nodeName string, opts ...Option) *Recorder {
-	return newRecorder(js, nodeName, opts...)
+	return newRecorder(js.Conn(), nodeName, opts...)
 }
 
 func newRecorder(pub publisher, nodeName string, opts ...Option) *Recorder {
@@ -240,10 +243,9 @@ func podName(pod *v1.Pod) string {
 func (r *Recorder) run() {
 	defer close(r.done)
 	for out := range r.queue {
-		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-		_, err := r.pub.Publish(ctx, out.subject, out.data)
-		cancel()
-		if err != nil {
+		// While the connection is down, nats.go buffers the message and
+		// sends it once it is back.
+		if err := r.pub.Publish(out.subject, out.data); err != nil {
 			r.failed.Add(1)
 			klog.V(2).InfoS("Cannot publish event", "subject", out.subject, "err", err)
 			continue
@@ -268,7 +270,8 @@ type Stats struct {
 	Published, Failed, Dropped uint64
 }
 
-// Stats returns how many events were published, failed to publish, and
+// Stats returns how many events were published (handed to the
+// connection), failed to publish (refused by it: closed, too large), and
 // were dropped because the queue was full or the recorder stopped.
 func (r *Recorder) Stats() Stats {
 	return Stats{Published: r.published.Load(), Failed: r.failed.Load(), Dropped: r.dropped.Load()}

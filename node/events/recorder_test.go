@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -159,16 +158,12 @@ type blockingPublisher struct {
 	fail    bool
 }
 
-func (b *blockingPublisher) Publish(ctx context.Context, _ string, _ []byte, _ ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	select {
-	case <-b.release:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+func (b *blockingPublisher) Publish(string, []byte) error {
+	<-b.release
 	if b.fail {
-		return nil, errors.New("no responders")
+		return nats.ErrConnectionClosed
 	}
-	return &jetstream.PubAck{}, nil
+	return nil
 }
 
 func TestEventfNeverBlocksAndDropsWhenFull(t *testing.T) {
@@ -219,11 +214,11 @@ type capturingPublisher struct {
 	data [][]byte
 }
 
-func (c *capturingPublisher) Publish(_ context.Context, _ string, data []byte, _ ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+func (c *capturingPublisher) Publish(_ string, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.data = append(c.data, data)
-	return &jetstream.PubAck{}, nil
+	return nil
 }
 
 func TestHugeMessageIsCut(t *testing.T) {

@@ -119,26 +119,33 @@ func (p *StatusPublisher) DeleteIf(ctx context.Context, namespace, name string, 
 		klog.ErrorS(err, "Cannot open the status bucket")
 		return false
 	}
-	return deleteIf(ctx, kv, wire.StatusKey(p.node, namespace, name), 0, match)
+	deleted, _ := deleteIf(ctx, kv, wire.StatusKey(p.node, namespace, name), 0, match)
+	return deleted
 }
 
-func deleteIf(ctx context.Context, kv jetstream.KeyValue, key string, maxRev uint64, match func(*v1.Pod) bool) bool {
+// deleteIf is DeleteIf of key; the error (logged here) says the entry
+// could not be read or deleted, so it may still hold a pod that matches.
+func deleteIf(ctx context.Context, kv jetstream.KeyValue, key string, maxRev uint64, match func(*v1.Pod) bool) (bool, error) {
 	pod, rev, err := readEntry(ctx, kv, key)
 	if err != nil {
 		klog.ErrorS(err, "Reading pod status failed", "statusKey", key)
+		return false, err
 	}
 	if pod == nil || !match(pod) {
-		return false
+		return false, nil
 	}
 	if maxRev > 0 && rev > maxRev {
-		return false // written after the caller's listing began
+		return false, nil // written after the caller's listing began
 	}
 	err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		klog.ErrorS(err, "Deleting a pod status failed", "statusKey", key)
-		return false
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return false, nil // written meanwhile: not the entry that matched
 	}
-	return err == nil
+	if err != nil {
+		klog.ErrorS(err, "Deleting a pod status failed", "statusKey", key)
+		return false, err
+	}
+	return true, nil
 }
 
 // PruneStale deletes the status entries of this node's pods from source
@@ -146,14 +153,17 @@ func deleteIf(ctx context.Context, kv jetstream.KeyValue, key string, maxRev uin
 // removed while it was away, which nothing in this run would ever touch.
 // Entries of other sources are kept, and each delete is conditional on the
 // revision read, so a status written meanwhile survives. A source calls it
-// once it has delivered its first state.
-func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []wire.PodRef) {
+// once it has delivered its first state. It reports whether the prune is
+// complete: every entry of the node was listed and each stale one looked
+// at and, if it was source's, deleted (or found rewritten meanwhile); on
+// false (logged) entries of an earlier run may be left.
+func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []wire.PodRef) bool {
 	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
 	defer cancel()
 	kv, err := p.bucket(ctx)
 	if err != nil {
 		klog.ErrorS(err, "Cannot prune pod statuses", "source", source)
-		return
+		return false
 	}
 	// A status written after this point is this run's (a pod of source
 	// that started since keep was taken), never stale: only entries at or
@@ -161,12 +171,12 @@ func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []
 	st, err := kv.Status(ctx)
 	if err != nil {
 		klog.ErrorS(err, "Cannot prune pod statuses", "source", source)
-		return
+		return false
 	}
 	bs, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok {
 		klog.ErrorS(nil, "Cannot prune pod statuses: the bucket status has no stream state", "source", source)
-		return
+		return false
 	}
 	floor := bs.StreamInfo().State.LastSeq
 	kept := make(map[string]bool, len(keep))
@@ -178,7 +188,7 @@ func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []
 	keys, err := bus.ConsumerKeys(ctx, p.js, wire.StatusBucket, wire.NodeStatusConsumer(p.node))
 	if err != nil {
 		klog.ErrorS(err, "Listing pod statuses to prune failed", "node", p.node, "source", source)
-		return
+		return false
 	}
 	var stale []string
 	for _, key := range keys {
@@ -188,11 +198,15 @@ func (p *StatusPublisher) PruneStale(ctx context.Context, source string, keep []
 	}
 	sort.Strings(stale)
 	ofSource := func(pod *v1.Pod) bool { return pod.Annotations[messages.ConfigSourceAnnotation] == source }
+	complete := true
 	for _, key := range stale {
-		if deleteIf(ctx, kv, key, max(floor, 1), ofSource) {
+		deleted, err := deleteIf(ctx, kv, key, max(floor, 1), ofSource)
+		if deleted {
 			klog.InfoS("Pruned the status of a pod no longer desired", "statusKey", key, "source", source)
 		}
+		complete = complete && err == nil
 	}
+	return complete
 }
 
 // bucket is the status bucket for a synchronous call, opened on first use

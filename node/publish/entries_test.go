@@ -96,7 +96,10 @@ func TestPruneStaleAndDeleteIf(t *testing.T) {
 	write(testNode, "kept", messages.SourceRemote, "")
 	write(testNode, "static", messages.SourceFile, "")
 	write("other", "gone", messages.SourceRemote, "")
-	p.PruneStale(ctx, messages.SourceRemote, []wire.PodRef{{Namespace: "default", Name: "kept"}})
+	keep := []wire.PodRef{{Namespace: "default", Name: "kept"}}
+	if !p.PruneStale(ctx, messages.SourceRemote, keep) {
+		t.Error("PruneStale reported an incomplete prune")
+	}
 	if getPod(t, kv, "gone") != nil {
 		t.Error("stale remote status kept")
 	}
@@ -114,6 +117,19 @@ func TestPruneStaleAndDeleteIf(t *testing.T) {
 	write(testNode, "rejected", messages.SourceRemote, "FailedValidation")
 	if !p.DeleteIf(ctx, "default", "rejected", isFailedValidation) || getPod(t, kv, "rejected") != nil {
 		t.Error("DeleteIf kept a matching status")
+	}
+
+	// A stale entry that cannot be read, or a listing that fails (no
+	// status consumer for the node), leaves the prune incomplete.
+	if _, err := kv.Put(ctx, wire.StatusKey(testNode, "default", "garbage"), []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	if p.PruneStale(ctx, messages.SourceRemote, keep) {
+		t.Error("PruneStale reported a complete prune with an entry it could not read")
+	}
+	unprovisioned := newPublisher(t, StatusConfig{JS: js, NodeName: "unprovisioned"})
+	if unprovisioned.PruneStale(ctx, messages.SourceRemote, nil) {
+		t.Error("PruneStale reported a complete prune without the node's status consumer")
 	}
 }
 

@@ -21,7 +21,9 @@ type StatusEntries interface {
 	Read(ctx context.Context, namespace, name string) (*v1.Pod, error)
 	WriteNow(ctx context.Context, pod *v1.Pod) error
 	DeleteIf(ctx context.Context, namespace, name string, match func(*v1.Pod) bool) bool
-	PruneStale(ctx context.Context, source string, keep []wire.PodRef)
+	// PruneStale reports whether the prune is complete (no entry of an
+	// earlier run it should have deleted may be left).
+	PruneStale(ctx context.Context, source string, keep []wire.PodRef) bool
 }
 
 // Config of a remote source.

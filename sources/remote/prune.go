@@ -11,7 +11,8 @@ import (
 // remote pods that are no longer desired: left by an earlier run of the
 // agent for pods whose keys were deleted while it was away. Entries of pods
 // desired now and of rejected keys (their FailedValidation status) are
-// kept.
+// kept. Once such a prune is complete, a key that is new to this run can
+// have no FailedValidation entry of an earlier run (s.pruned).
 func (s *Source) pruneStatuses(ctx context.Context) {
 	keep := make([]wire.PodRef, 0, len(s.delivered)+len(s.rejected))
 	for _, pod := range s.delivered {
@@ -22,5 +23,5 @@ func (s *Source) pruneStatuses(ctx context.Context) {
 			keep = append(keep, wire.PodRef{Namespace: dk.Namespace, Name: dk.Name})
 		}
 	}
-	s.cfg.Statuses.PruneStale(ctx, messages.SourceRemote, keep)
+	s.pruned = s.cfg.Statuses.PruneStale(ctx, messages.SourceRemote, keep)
 }

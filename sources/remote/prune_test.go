@@ -1,8 +1,11 @@
 package remote
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -12,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/messages"
+	"github.com/actorlet/actorlet/node/publish"
 )
 
 // A status an earlier run of the agent published for a pod whose key was
@@ -51,5 +55,96 @@ func TestStaleStatusesArePrunedAtStart(t *testing.T) {
 		if e.status(t, k[0], "default", k[1]) == nil {
 			t.Errorf("status %s/default/%s was pruned, want it kept", k[0], k[1])
 		}
+	}
+}
+
+// countingStatuses is the real status publisher, counting the reads of
+// single entries the source asks for; with incomplete it reports every
+// prune as incomplete (as when the listing failed).
+type countingStatuses struct {
+	*publish.StatusPublisher
+	incomplete bool
+	mu         sync.Mutex
+	reads      []string // "read ns/name" or "deleteIf ns/name"
+}
+
+func (c *countingStatuses) note(op, namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads = append(c.reads, op+" "+namespace+"/"+name)
+}
+
+func (c *countingStatuses) Read(ctx context.Context, namespace, name string) (*v1.Pod, error) {
+	c.note("read", namespace, name)
+	return c.StatusPublisher.Read(ctx, namespace, name)
+}
+
+func (c *countingStatuses) DeleteIf(ctx context.Context, namespace, name string, match func(*v1.Pod) bool) bool {
+	c.note("deleteIf", namespace, name)
+	return c.StatusPublisher.DeleteIf(ctx, namespace, name, match)
+}
+
+func (c *countingStatuses) PruneStale(ctx context.Context, source string, keep []wire.PodRef) bool {
+	complete := c.StatusPublisher.PruneStale(ctx, source, keep)
+	return complete && !c.incomplete
+}
+
+func (c *countingStatuses) taken() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.reads...)
+}
+
+// A key first seen after the first snapshot, once that snapshot's prune is
+// complete, costs no read of its status entry (no earlier run's
+// FailedValidation entry can be left for it: a round trip per new pod and
+// two bus messages saved). A key of the first snapshot is read as before,
+// and so is every new key when the prune was not complete, which then
+// still clears an earlier run's FailedValidation entry.
+func TestNewKeysReadNoStatusAfterACompletePrune(t *testing.T) {
+	for _, incomplete := range []bool{false, true} {
+		t.Run(fmt.Sprintf("incomplete=%v", incomplete), func(t *testing.T) {
+			e := newEnv(t)
+			e.put(t, wire.DesiredNodeKey("n1", "default", "first"), podJSON(t, "default", "first", "a:1"))
+			var counted *countingStatuses
+			_, c := e.startWith(t, "n1", func(cfg *Config) {
+				counted = &countingStatuses{StatusPublisher: cfg.Statuses.(*publish.StatusPublisher), incomplete: incomplete}
+				cfg.Statuses = counted
+			})
+			c.waitUpdates(t, 1)
+			before := counted.taken()
+			if !slices.Contains(before, "deleteIf default/first") {
+				t.Errorf("the first snapshot's key: reads %v, want its FailedValidation check", before)
+			}
+			// What an earlier run left and an incomplete prune missed.
+			kv, err := e.conn.JS.KeyValue(e.ctx, wire.StatusBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "later",
+				Annotations: map[string]string{messages.ConfigSourceAnnotation: messages.SourceRemote}}}
+			left.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: FailedValidationReason}
+			data, _ := json.Marshal(left)
+			if _, err := kv.Put(e.ctx, wire.StatusKey("n1", "default", "later"), data); err != nil {
+				t.Fatal(err)
+			}
+			e.put(t, wire.DesiredNodeKey("n1", "default", "later"), podJSON(t, "default", "later", "a:1"))
+			if u := c.waitUpdates(t, 2)[1]; u.Op != messages.OpAdd {
+				t.Fatalf("second update %v, want an ADD", u)
+			}
+			after := counted.taken()[len(before):]
+			if !incomplete {
+				if len(after) != 0 {
+					t.Errorf("a key new after a complete prune read %v, want nothing", after)
+				}
+				return
+			}
+			if !slices.Equal(after, []string{"deleteIf default/later"}) {
+				t.Errorf("a key new after an incomplete prune read %v, want its FailedValidation check", after)
+			}
+			if st := e.status(t, "n1", "default", "later"); st != nil {
+				t.Errorf("after an incomplete prune the FailedValidation entry is still there: %+v", st.Status)
+			}
+		})
 	}
 }

@@ -55,6 +55,7 @@ type Source struct {
 	nodeNames map[string]string
 	shadowed  map[string]*v1.Pod
 	sentSet   bool
+	pruned    bool                 // the prune after the first SET was complete (prune.go)
 	watches   int                  // watches whose stored entries were applied
 	removals  map[RemovalCause]int // removals of the current watch's re-read, for its log line
 	// unconfirmed are keys a stale re-watch snapshot lacked, with the

@@ -79,8 +79,16 @@ func (s *Source) transition(ctx context.Context, e jetstream.KeyValueEntry) (upd
 		return update{}, false
 	}
 
-	if old == nil || s.rejected[key] {
-		s.clearRejected(ctx, key)
+	switch {
+	case s.rejected[key]:
+		s.clearRejected(ctx, key) // and the Failed status written for it
+	case old == nil && (!s.sentSet || !s.pruned):
+		// A FailedValidation status an earlier run of the agent left for
+		// this key. Once the first snapshot is delivered and its prune
+		// complete, the only such entries left were of keys that snapshot
+		// held (delivered: cleared here then; rejected: cleared with
+		// s.rejected), so a key new since costs no read (a round trip per
+		// new pod in this loop, two messages on the bus).
 		s.clearFailedStatus(ctx, dk)
 	}
 	reapplied := old != nil && old.UID == pod.UID && old.DeletionTimestamp != nil && pod.DeletionTimestamp == nil

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -20,19 +22,28 @@ func benchCluster(ctx context.Context, e *env) error {
 	k, p := e.clusterAgents, e.clusterPods
 	t := newTable(fmt.Sprintf("Fleet on a NATS cluster: %d agents × %d pods, one fleet-wide apply", k, p),
 		"bus", "pods", "provision nodes (s)", "start agents (s)", "apply → all Running (s)", "p50 pod (s)", "p99 pod (s)", "NATS msgs/pod", "NATS KiB/pod", "idle CPU/agent (% core)", "heap/agent (MiB)", "idle CPU/agent, pods running (% core)", "heap/agent, pods running (MiB)")
-	for _, topo := range []clusterTopology{
-		{name: "1 server, R1", servers: 1},
-		{name: "3 servers, R3", servers: 3},
-		{name: "3 servers, R3, leader killed mid-apply", servers: 3, kill: true},
-	} {
+	var done []clusterTopology
+	var traffic []busTraffic
+	for _, topo := range clusterTopologies {
+		if !e.clusterBuses[topo.flag] {
+			continue
+		}
 		start := time.Now()
-		if err := clusterOnce(ctx, e, topo, k, p, t); err != nil {
+		tr, err := clusterOnce(ctx, e, topo, k, p, t)
+		if err == nil {
+			done, traffic = append(done, topo), append(traffic, tr)
+		} else {
 			t.note("%s did not complete: %v", topo.name, err)
 			if ctx.Err() != nil {
 				break
 			}
 		}
 		fmt.Printf("  %s: %s\n", topo.name, time.Since(start).Round(time.Second))
+		if err == nil {
+			// The row at once: a later bus that does not converge and is
+			// interrupted takes the table with it.
+			fmt.Printf("    %s\n", strings.Join(t.rows[len(t.rows)-1], " | "))
+		}
 	}
 	t.note("bus: authenticated (docs/security.md): servers trust a test authority; the harness bootstraps the buckets and provisions every node (its consumers and .creds, as `actorletctl node add`) with admin credentials; each agent connects with its own node credentials and inbox prefix")
 	t.note("every agent: in this process, its own node name, root dir and in-memory runtime (test/memcri), relist 1 s, heartbeat 10 s, connected with the full server list")
@@ -42,27 +53,85 @@ func benchCluster(ctx context.Context, e *env) error {
 	t.note("the harness's own status watcher is re-created when KV_%s elects a leader, so it measures the fleet, not a stalled watcher", wire.StatusBucket)
 	t.note("kill: once half the keys are written, the server leading KV_%s is shut down; the rest are written (each retried until acknowledged)", wire.DesiredBucket)
 	e.report.emit(t)
+	if len(done) > 0 {
+		e.report.emit(trafficTable(k, p, done, traffic))
+		detailTable(k, p, done, traffic).print(os.Stdout) // for the analysis; not in the docs
+	}
 	return nil
 }
 
 type clusterTopology struct {
+	flag    string // its name in -cluster-buses
 	name    string
 	servers int
 	kill    bool
 }
 
-func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t *table) error {
+var clusterTopologies = []clusterTopology{
+	{flag: "r1", name: "1 server, R1", servers: 1},
+	{flag: "r3", name: "3 servers, R3", servers: 3},
+	{flag: "r3-kill", name: "3 servers, R3, leader killed mid-apply", servers: 3, kill: true},
+}
+
+// trafficTable is the apply's bus traffic per pod by class, one pair of
+// columns per topology.
+func trafficTable(k, p int, topos []clusterTopology, traffic []busTraffic) *table {
+	header := []string{"class"}
+	for _, topo := range topos {
+		header = append(header, topo.name+" msgs/pod", topo.name+" B/pod")
+	}
+	t := newTable(fmt.Sprintf("NATS traffic per pod by class: %d agents × %d pods, one fleet-wide apply", k, p), header...)
+	pods := float64(k * p)
+	row := func(name string, f func(busTraffic) classCount) {
+		cells := []any{name}
+		for _, tr := range traffic {
+			c := f(tr)
+			cells = append(cells, fmt.Sprintf("%.2f", float64(c.msgs)/pods), fmt.Sprintf("%.0f", float64(c.bytes)/pods))
+		}
+		t.add(cells...)
+	}
+	for _, c := range trafficClasses {
+		row(c.name, func(tr busTraffic) classCount { return tr.classes[c.name] })
+	}
+	row("all classes (each message once, where it was published)", func(tr busTraffic) classCount {
+		var s classCount
+		for _, c := range tr.classes {
+			s.msgs, s.bytes = s.msgs+c.msgs, s.bytes+c.bytes
+		}
+		return s
+	})
+	row("routes (sent between servers, all accounts)", func(tr busTraffic) classCount { return tr.routes })
+	row("servers' varz in+out (the NATS msgs/pod above)", func(tr busTraffic) classCount { return tr.total })
+	t.note("counted from the servers' side, from just before the apply until every pod runs, over K×P pods: a tap on every server holds a queue subscription (one group, a member on each server, so each message is counted once, on the server it was published to, and the taps add no route traffic) to `>` in the application account and to `$NRG.>` in the system account; bytes are headers and payload")
+	for _, c := range trafficClasses {
+		t.note("%s: %s", c.name, c.how)
+	}
+	for i, tr := range traffic {
+		if tr.dropped > 0 {
+			t.note("%s: the taps fell behind and dropped %d messages (%.2f per pod), counted in no class", topos[i].name, tr.dropped, float64(tr.dropped)/pods)
+		}
+	}
+	t.note("routes: the servers' routez (out messages and bytes of every route, all accounts, raft included); varz: every running server's in+out messages and bytes, less the taps' connections (connz), as the table above; a killed server's counts are lost")
+	return t
+}
+
+func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t *table) (busTraffic, error) {
 	dir := filepath.Join(e.dir, fmt.Sprintf("cluster-%d-%v", topo.servers, topo.kill))
 	bb, err := startBenchBus(dir, topo.servers)
 	if err != nil {
-		return err
+		return busTraffic{}, err
 	}
 	defer bb.stop()
 	c, err := bb.connectOperator(ctx, topo.servers)
 	if err != nil {
-		return err
+		return busTraffic{}, err
 	}
 	defer c.close()
+	tap, err := startBusTap(bb)
+	if err != nil {
+		return busTraffic{}, err
+	}
+	defer tap.stop()
 
 	labels := map[string]string{"actorlet.io/bench-cluster": e.run}
 	prefix := fmt.Sprintf("bench-cl-%s-", e.run)
@@ -83,7 +152,7 @@ func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t 
 		return err
 	})
 	if err != nil {
-		return err
+		return busTraffic{}, err
 	}
 	provisioned := time.Since(t0)
 	url := bb.url()
@@ -93,20 +162,31 @@ func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t 
 	})
 	defer f.stop()
 	if err != nil {
-		return err
+		return busTraffic{}, err
 	}
 
 	spec := podSpec{image: "bench/sleep:1", command: []string{"sleep", "3600"}, run: e.run}
 	values, err := spec.fleetPods("cl", p, labels)
 	if err != nil {
-		return err
+		return busTraffic{}, err
 	}
 	w, err := c.watchStatusFollowingLeaders(ctx, statusFilter("*", benchNamespace))
 	if err != nil {
-		return err
+		return busTraffic{}, err
 	}
 	defer w.stop()
-	r, err := applyFleet(ctx, w, prefix, k*p, 30*time.Minute, bb.varz, func(ctx context.Context) error {
+	// The counters are read just before the apply and once every pod
+	// runs; the tap's readings are kept for the traffic table.
+	var traffic []busTraffic
+	counters := func() (int64, int64) {
+		tr, err := tap.read(ctx)
+		if err != nil {
+			tr = busTraffic{classes: map[string]classCount{}}
+		}
+		traffic = append(traffic, tr)
+		return tr.total.msgs, tr.total.bytes
+	}
+	r, err := applyFleet(ctx, w, prefix, k*p, 30*time.Minute, counters, func(ctx context.Context) error {
 		keys := keysOf(values)
 		half := len(keys) / 2
 		if err := c.putRetrying(ctx, values, keys[:half]); err != nil {
@@ -119,19 +199,19 @@ func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t 
 		return c.putRetrying(ctx, values, keys[half:])
 	})
 	if err != nil {
-		return err
+		return busTraffic{}, err
 	}
 	heapRunning := f.heapNow()
 	idleRunning, err := f.idleCPU(ctx, e.fleetWindow())
 	if err != nil {
-		return err
+		return busTraffic{}, err
 	}
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }
 	t.add(topo.name, r.pods, sec(provisioned), sec(f.startup), sec(r.took), sec(r.lat.percentile(50)), sec(r.lat.percentile(99)),
 		fmt.Sprintf("%.0f", r.msgsPerPod()), fmt.Sprintf("%.1f", r.kibPerPod()),
 		fmt.Sprintf("%.3f", f.idlePerAgent), fmt.Sprintf("%.1f", f.heapPerAgent),
 		fmt.Sprintf("%.3f", idleRunning), fmt.Sprintf("%.1f", heapRunning))
-	return nil
+	return traffic[1].sub(traffic[0]), nil
 }
 
 // putRetrying writes the given keys, retrying each until acknowledged (a

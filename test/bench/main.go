@@ -51,7 +51,8 @@ type env struct {
 	startSizes, scaleSizes, fleetSizes []int
 	idlePods                           int
 	clusterAgents, clusterPods         int
-	window                             time.Duration // CPU measurement window
+	clusterBuses                       map[string]bool // -cluster-buses
+	window                             time.Duration   // CPU measurement window
 	logPath                            string
 	machine                            string
 
@@ -76,6 +77,7 @@ func run() int {
 		fleetSizes = flag.String("fleet-sizes", "10,100,500", "agent counts of the fleet section")
 		clAgents   = flag.Int("cluster-agents", 500, "agents of the cluster section")
 		clPods     = flag.Int("cluster-pods", 100, "fleet pods per agent of the cluster section")
+		clBuses    = flag.String("cluster-buses", "r1,r3,r3-kill", "buses of the cluster section, comma-separated: r1 (one server), r3 (three servers, R3 buckets), r3-kill (r3 with the desired stream's leader killed mid-apply)")
 		window     = flag.Duration("window", 60*time.Second, "CPU/RSS measurement window of the idle section (detect uses a sixth of it)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		callLimit  = flag.String("runtime-call-limit", agent.DefaultConfig().RuntimeCallLimit, "the agent's --runtime-call-limit in the start section: adaptive or fixed")
@@ -88,6 +90,19 @@ func run() int {
 	e := &env{runtime: *rtFlag, callLimit: *callLimit, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
 		clusterAgents: *clAgents, clusterPods: *clPods,
 		run: strconv.FormatInt(time.Now().Unix(), 36)}
+	e.clusterBuses = map[string]bool{}
+	for _, b := range strings.Split(*clBuses, ",") {
+		b = strings.TrimSpace(b)
+		known := false
+		for _, topo := range clusterTopologies {
+			known = known || topo.flag == b
+		}
+		if !known {
+			fmt.Fprintf(os.Stderr, "-cluster-buses: unknown bus %q (have r1, r3, r3-kill)\n", b)
+			return 2
+		}
+		e.clusterBuses[b] = true
+	}
 	var err error
 	for _, s := range []struct {
 		dst  *[]int

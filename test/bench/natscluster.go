@@ -150,19 +150,6 @@ func (b *benchBus) stop() {
 	}
 }
 
-// varz sums every running server's message and byte counters.
-func (b *benchBus) varz() (msgs, bytes int64) {
-	for _, s := range b.servers {
-		if s == nil || !s.Running() {
-			continue
-		}
-		v := varz(s)
-		msgs += v.InMsgs + v.OutMsgs
-		bytes += v.InBytes + v.OutBytes
-	}
-	return msgs, bytes
-}
-
 // killLeader shuts down the server leading stream; it returns its name.
 func (b *benchBus) killLeader(stream string) string {
 	for i, s := range b.servers {
