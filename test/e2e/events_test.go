@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Scenario: on containerd the agent follows container events (CRI
@@ -46,6 +48,10 @@ func TestContainerDeathIsSeenFromRuntimeEvents(t *testing.T) {
 	if mode != want {
 		t.Errorf("event source on containerd %s: %q, want %q", ctrd.Flavor, mode, want)
 	}
+	// The CRI client's own word, as the agent's PLEG reads it.
+	if got, want := clientEventSource(t), map[string]string{"1.6": "containerd", "2": "cri"}[ctrd.Flavor]; got != want {
+		t.Errorf("cri.Client.EventSource on containerd %s: %q, want %q", ctrd.Flavor, got, want)
+	}
 
 	a.apply(t, shPod("dies", "sleep 2; exit 3"))
 	p := a.waitPod(t, "dies", 30*time.Second, func(p *v1.Pod) error {
@@ -58,4 +64,23 @@ func TestContainerDeathIsSeenFromRuntimeEvents(t *testing.T) {
 	if code := containerStatus(p, "main").LastTerminationState.Terminated.ExitCode; code != 3 {
 		t.Errorf("last exit code %d, want 3", code)
 	}
+}
+
+// clientEventSource follows the suite's containerd's container events with
+// a fresh CRI client until it has chosen its source, and returns it.
+func clientEventSource(t *testing.T) string {
+	t.Helper()
+	c := criFor(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.GetContainerEvents(ctx, make(chan *runtimeapi.ContainerEventResponse, 64), nil) }()
+	defer func() { cancel(); <-done }()
+	var src string
+	eventually(t, 30*time.Second, func() error {
+		if src = c.EventSource(); src == "unknown" {
+			return fmt.Errorf("no event source chosen yet")
+		}
+		return nil
+	})
+	return src
 }
