@@ -273,6 +273,10 @@ func (c *Client) criContainerEvents(ctx context.Context, ch chan *runtimeapi.Con
 	if established != nil {
 		established(stream)
 	}
+	var early sync.WaitGroup
+	defer early.Wait() // after cancel (deferred later, run first)
+	defer cancel()
+	early.Go(func() { c.earlyExits(ctx, ch) })
 	for {
 		if ev == nil {
 			var err error
@@ -290,6 +294,11 @@ func (c *Client) criContainerEvents(ctx context.Context, ch chan *runtimeapi.Con
 			if err != nil {
 				return fmt.Errorf("GetContainerEvents: %w", eofAsUnexpected(err))
 			}
+		}
+		if c.exits.reportedEarly(ev) {
+			klog.V(5).InfoS("Skipping CRI stop event of a container whose exit was reported already", "containerID", ev.GetContainerId())
+			ev = nil
+			continue
 		}
 		select {
 		case ch <- ev:

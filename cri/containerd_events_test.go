@@ -28,6 +28,9 @@ type containerd16 struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	eventsapi.UnimplementedEventsServer
 	events chan *eventsapi.Envelope
+	// cri, when set, makes it a containerd 2.x: GetContainerEvents streams
+	// what the test sends on it.
+	cri chan *runtimeapi.ContainerEventResponse
 
 	mu         sync.Mutex
 	containers map[string]*runtimeapi.ContainerStatus
@@ -75,6 +78,22 @@ func (f *containerd16) Subscribe(_ *eventsapi.SubscribeRequest, stream eventsapi
 	}
 }
 
+func (f *containerd16) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream runtimeapi.RuntimeService_GetContainerEventsServer) error {
+	if f.cri == nil {
+		return status.Error(codes.Unimplemented, "method GetContainerEvents not implemented")
+	}
+	for {
+		select {
+		case ev := <-f.cri:
+			if err := stream.Send(ev); err != nil {
+				return err
+			}
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		}
+	}
+}
+
 func (f *containerd16) reads() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -94,8 +113,14 @@ func (f *containerd16) send(t *testing.T, topic string, ev proto.Message) {
 // startContainerd16 serves a containerd16 with one running container, c1 of
 // pod p1, and follows its events with a client.
 func startContainerd16(t *testing.T) (*containerd16, *cri.Client, chan *runtimeapi.ContainerEventResponse) {
+	return startContainerd(t, nil)
+}
+
+// startContainerd is startContainerd16, a containerd 2.x when criEvents is
+// set.
+func startContainerd(t *testing.T, criEvents chan *runtimeapi.ContainerEventResponse) (*containerd16, *cri.Client, chan *runtimeapi.ContainerEventResponse) {
 	t.Helper()
-	f := &containerd16{events: make(chan *eventsapi.Envelope, 16), containers: map[string]*runtimeapi.ContainerStatus{
+	f := &containerd16{events: make(chan *eventsapi.Envelope, 16), cri: criEvents, containers: map[string]*runtimeapi.ContainerStatus{
 		"c1": {
 			Id: "c1", State: runtimeapi.ContainerState_CONTAINER_RUNNING, StartedAt: time.Unix(100, 0).UnixNano(),
 			Metadata: &runtimeapi.ContainerMetadata{Name: "main"},
@@ -208,5 +233,42 @@ func TestContainerdExecExitIgnored(t *testing.T) {
 	resp, err := c.ContainerStatus(context.Background(), "c1", false)
 	if err != nil || resp.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Errorf("ContainerStatus = %v, %v; want running", resp, err)
+	}
+}
+
+// On a runtime with CRI events that also serves containerd's event service
+// (containerd 2.x, whose CRI plugin sends a stop event only after deleting
+// the task), a task exit is reported at once from the event service, and
+// CRI's later stop event of the same container is not reported again;
+// CRI's other events (and a sandbox's stop) pass.
+func TestContainerd2ExitReportedBeforeCRIStopEvent(t *testing.T) {
+	criEvents := make(chan *runtimeapi.ContainerEventResponse, 16)
+	f, c, ch := startContainerd(t, criEvents)
+	sandbox := &runtimeapi.PodSandboxStatus{Id: "sb1", Metadata: &runtimeapi.PodSandboxMetadata{Uid: "uid-1", Name: "p1", Namespace: "ns"}}
+	criEvent := func(id string, typ runtimeapi.ContainerEventType) *runtimeapi.ContainerEventResponse {
+		return &runtimeapi.ContainerEventResponse{ContainerId: id, ContainerEventType: typ, PodSandboxStatus: sandbox}
+	}
+	// The CRI stream is taken as working once it stays open for a moment.
+	deadline := time.Now().Add(30 * time.Second)
+	for c.EventSource() != "cri" {
+		if time.Now().After(deadline) {
+			t.Fatalf("event source %q, want cri", c.EventSource())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	f.send(t, "/tasks/exit", &eventtypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 3, ExitedAt: timestamppb.New(time.Unix(200, 0))})
+	ev := receive(t, ch)
+	if ev.GetContainerEventType() != runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT || ev.GetContainersStatuses()[0].GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Fatalf("first event %v, want c1 stopped and exited, from the task exit", ev)
+	}
+
+	criEvents <- criEvent("c1", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	criEvents <- criEvent("sb1", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	criEvents <- criEvent("c2", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	for _, want := range []string{"sb1", "c2"} {
+		if ev := receive(t, ch); ev.GetContainerId() != want {
+			t.Fatalf("event of %s (%v), want %s: CRI's stop of c1 was reported already", ev.GetContainerId(), ev.GetContainerEventType(), want)
+		}
 	}
 }
