@@ -295,11 +295,6 @@ func (c *Client) criContainerEvents(ctx context.Context, ch chan *runtimeapi.Con
 				return fmt.Errorf("GetContainerEvents: %w", eofAsUnexpected(err))
 			}
 		}
-		if c.exits.reportedEarly(ev) {
-			klog.V(5).InfoS("Skipping CRI stop event of a container whose exit was reported already", "containerID", ev.GetContainerId())
-			ev = nil
-			continue
-		}
 		select {
 		case ch <- ev:
 		case <-ctx.Done():
