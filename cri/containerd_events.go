@@ -42,12 +42,18 @@ func (c *Client) EventSource() string {
 const containerdNamespace = "k8s.io"
 
 // containerdEventFilter selects the task events of CRI's namespace that
-// change a container's state: starts and exits, and OOM kills (an exit's
-// reason). A container's creation is the agent's own doing and changes no
-// state a sync waits for (the kubelet's PLEGs report no event for it
-// either), so it is not followed: at a 100-pod start that is half the pod
-// inspections the events cost.
-var containerdEventFilter = fmt.Sprintf(`namespace==%s,topic~="^/tasks/(start|exit|oom)$"`, containerdNamespace)
+// change a container's state: starts and exits, OOM kills (an exit's
+// reason), and task deletions. The CRI plugin deletes an exited container's
+// task before it shows the exit: the deletion is reported as a second stop
+// event, as containerd 2.x's CRI plugin sends its own stop event then, so
+// that a sync that started waiting for status newer than one running when
+// the container died (a container that exits right after its start) goes on
+// at once rather than at the PLEG cache's next freshness tick. A container's
+// creation is the agent's own doing and changes no state a sync waits for
+// (the kubelet's PLEGs report no event for it either), so it is not
+// followed: at a 100-pod start that is half the pod inspections the events
+// cost.
+var containerdEventFilter = fmt.Sprintf(`namespace==%s,topic~="^/tasks/(start|exit|oom|delete)$"`, containerdNamespace)
 
 // containerdEvents follows containerd's own event service (Subscribe on the
 // CRI socket) and turns each task start and task exit
@@ -170,6 +176,12 @@ func (c *Client) fromContainerdEvent(ctx context.Context, topic string, payload 
 			}
 			c.exits.exited(id, e.GetExitStatus(), at, now)
 		}
+	case "/tasks/delete":
+		var e eventtypes.TaskDelete
+		if proto.Unmarshal(payload, &e) != nil || (e.GetID() != "" && e.GetID() != e.GetContainerID()) {
+			return nil // undecodable, or an exec process
+		}
+		id, t = e.GetContainerID(), runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT
 	case "/tasks/oom":
 		var e eventtypes.TaskOOM
 		if proto.Unmarshal(payload, &e) == nil && e.GetContainerID() != "" {

@@ -274,3 +274,27 @@ func TestContainerd2ExitReportedBeforeCRIStopEvent(t *testing.T) {
 		}
 	}
 }
+
+// containerd 1.6: the task's deletion after its exit (the CRI plugin's,
+// before it shows the exit) is reported as a second stop event; an exec's
+// is not.
+func TestContainerdTaskDeleteReportedAsStop(t *testing.T) {
+	f, _, ch := startContainerd16(t)
+	f.send(t, "/tasks/exit", &eventtypes.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 3, ExitedAt: timestamppb.New(time.Unix(200, 0))})
+	f.send(t, "/tasks/delete", &eventtypes.TaskDelete{ContainerID: "c1", ID: "exec-1", ExitStatus: 1})
+	f.send(t, "/tasks/delete", &eventtypes.TaskDelete{ContainerID: "c1", ExitStatus: 3, ExitedAt: timestamppb.New(time.Unix(200, 0))})
+	f.send(t, "/tasks/start", &eventtypes.TaskStart{ContainerID: "c1", Pid: 42})
+	for i, want := range []runtimeapi.ContainerEventType{
+		runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, // the exit
+		runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, // the deletion (the exec's skipped)
+		runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT,
+	} {
+		ev := receive(t, ch)
+		if ev.GetContainerEventType() != want {
+			t.Fatalf("event %d: %v, want %v", i, ev.GetContainerEventType(), want)
+		}
+		if want == runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT && ev.GetContainersStatuses()[0].GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+			t.Errorf("event %d: container %v, want exited", i, ev.GetContainersStatuses()[0].GetState())
+		}
+	}
+}
