@@ -40,6 +40,7 @@ type Client struct {
 	timeout     time.Duration
 	longTimeout time.Duration
 	eventSource atomic.Int32 // an eventSource* value: what GetContainerEvents follows
+	exits       taskExits    // exits from containerd's event service CRI may not show yet
 	calls       sync.Map     // CRI method name → *atomic.Uint64: unary calls made
 }
 
@@ -272,6 +273,10 @@ func (c *Client) criContainerEvents(ctx context.Context, ch chan *runtimeapi.Con
 	if established != nil {
 		established(stream)
 	}
+	var early sync.WaitGroup
+	defer early.Wait() // after cancel (deferred later, run first)
+	defer cancel()
+	early.Go(func() { c.earlyExits(ctx, ch) })
 	for {
 		if ev == nil {
 			var err error
@@ -421,16 +426,21 @@ func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.Containe
 	if err != nil {
 		return nil, fmt.Errorf("ListContainers: %w", err)
 	}
-	return resp.GetContainers(), nil
+	return c.exits.list(resp.GetContainers(), filter.GetState() != nil && filter.GetState().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING), nil
 }
 
-// ContainerStatus returns the runtime's answer as-is.
+// ContainerStatus returns the runtime's answer, as-is but for a container
+// whose exit containerd's event service reported and CRI does not show yet
+// (taskExits).
 func (c *Client) ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	resp, err := c.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: containerID, Verbose: verbose})
 	if err != nil {
 		return nil, fmt.Errorf("ContainerStatus %q: %w", containerID, err)
+	}
+	if resp.GetStatus() != nil {
+		c.exits.status(resp.GetStatus())
 	}
 	return resp, nil
 }

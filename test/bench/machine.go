@@ -119,17 +119,3 @@ func (m *cpuMeter) percent() (float64, error) {
 	}
 	return 100 * float64(c-m.cpu0) / float64(time.Since(m.wall0)), nil
 }
-
-// pidOf finds a process by its exact command name (comm), e.g. containerd.
-func pidOf(comm string) string {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == comm {
-			return e.Name()
-		}
-	}
-	return ""
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -12,9 +13,8 @@ import (
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/e2eenv"
 )
-
-const containerdEndpoint = "unix:///run/containerd/containerd.sock"
 
 // realRuntime is a runtime that runs real containers: containerd when its
 // socket answers, else the embedded process runtime started here.
@@ -37,12 +37,23 @@ func openRuntime(ctx context.Context, want, dir string) (*realRuntime, error) {
 	return openProcess(ctx, dir)
 }
 
+// openContainerd connects to the containerd test/e2e/setup.sh set up, the
+// flavor ACTORLET_E2E_CONTAINERD picks (2, the default, or 1.6), as make
+// e2e does.
 func openContainerd(ctx context.Context) (*realRuntime, error) {
+	ctrd, err := e2eenv.Load(e2eenv.Flavor())
+	if err != nil {
+		return nil, err
+	}
+	pid := ""
+	if p, err := ctrd.PID(); err == nil {
+		pid = strconv.Itoa(p)
+	}
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := cri.Dial(dctx, containerdEndpoint, cri.WithTimeout(2*time.Minute), cri.WithLongTimeout(4*time.Minute))
+	c, err := cri.Dial(dctx, ctrd.Endpoint, cri.WithTimeout(2*time.Minute), cri.WithLongTimeout(4*time.Minute))
 	if err != nil {
-		return nil, fmt.Errorf("connect to containerd: %w", err)
+		return nil, fmt.Errorf("connect to containerd %s: %w", ctrd.Endpoint, err)
 	}
 	v, err := c.Version(dctx, "v1")
 	if err != nil {
@@ -51,7 +62,7 @@ func openContainerd(ctx context.Context) (*realRuntime, error) {
 	}
 	return &realRuntime{
 		kind: v.RuntimeName + " " + v.RuntimeVersion, client: c, image: "actorlet.local/busybox:e2e",
-		pid: pidOf("containerd"), close: func() { c.Close() },
+		pid: pid, close: func() { c.Close() },
 	}, nil
 }
 

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # containerd.sh stop|start|restart: stop or (re)start the containerd that
-# setup.sh runs, for the e2e scenario that restarts the runtime under a
-# running agent. Pods (their shims) survive; start is setup.sh, which starts
-# containerd again with the same config and waits until CRI answers.
+# setup.sh runs (the flavor ACTORLET_E2E_CONTAINERD picks, as setup.sh), for
+# the e2e scenario that restarts the runtime under a running agent. Pods
+# (their shims) survive; start is setup.sh, which starts containerd again
+# with the same config and waits until CRI answers.
 set -euo pipefail
 cd "$(dirname "$0")"
-pidfile=/run/containerd/actorlet-e2e.pid
+envfile=${ACTORLET_E2E_STATE:-/var/lib/actorlet-e2e}/containerd-${ACTORLET_E2E_CONTAINERD:-2}.env
+[ -f "$envfile" ] || { echo "containerd.sh: $envfile missing: run setup.sh first" >&2; exit 1; }
+pidfile=$(sed -n 's/^PIDFILE=//p' "$envfile")
 
 stop() {
   local pid

@@ -5,6 +5,10 @@
 // setup.sh), driven only as an operator would, through actorletctl, the bus
 // and, to check what really runs, CRI.
 //
+// Which containerd: ACTORLET_E2E_CONTAINERD=2 (the default: containerd 2.x
+// built by setup.sh) or 1.6 (Debian's); setup.sh writes where it serves
+// (test/e2eenv) and TestMain reads it.
+//
 // Everything a run creates lives in the namespace e2e-<runid>; cleanup deletes
 // those pods through the agent, then sweeps containerd for sandboxes of that
 // namespace. Nothing else on the machine is touched.
@@ -21,12 +25,11 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/actorlet/actorlet/test/e2eenv"
 )
 
-const (
-	criEndpoint  = "unix:///run/containerd/containerd.sock"
-	busyboxImage = "actorlet.local/busybox:e2e"
-)
+const busyboxImage = "actorlet.local/busybox:e2e"
 
 // Set by TestMain.
 var (
@@ -35,6 +38,8 @@ var (
 	actorletBin   string
 	ctlBin        string
 	natsServerBin string
+	ctrd          e2eenv.Containerd // the containerd setup.sh set up
+	criEndpoint   string            // its CRI endpoint
 )
 
 func TestMain(m *testing.M) {
@@ -60,6 +65,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: setup.sh:", err)
 		return 1
 	}
+	var err error
+	if ctrd, err = e2eenv.Load(e2eenv.Flavor()); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	criEndpoint = ctrd.Endpoint
 
 	dir, err := os.MkdirTemp("", "actorlet-e2e-bin-")
 	if err != nil {
@@ -83,7 +94,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	fmt.Printf("e2e: run %s, namespace %s, binaries built in %s\n", runID, namespace, time.Since(start).Round(time.Millisecond))
+	fmt.Printf("e2e: run %s, namespace %s, containerd %s on %s, binaries built in %s\n", runID, namespace, ctrd.Version, criEndpoint, time.Since(start).Round(time.Millisecond))
 
 	code := m.Run()
 

@@ -44,7 +44,10 @@ func TestManyPodsRunWithPodIPsLogsAndExec(t *testing.T) {
 	})
 	t.Logf("%d pods running in %s", n, time.Since(start).Round(time.Millisecond))
 
-	_, bridge, _ := net.ParseCIDR("10.88.0.0/16")
+	_, bridge, err := net.ParseCIDR(ctrd.Subnet)
+	if err != nil {
+		t.Fatalf("setup's pod subnet: %v", err)
+	}
 	seen := map[string]string{}
 	for _, p := range pods {
 		s := all[p.Name]
@@ -91,7 +94,7 @@ func TestManyPodsRunWithPodIPsLogsAndExec(t *testing.T) {
 	if !strings.Contains(out, "42") || !strings.Contains(out, "many-05") || !strings.Contains(out, p.Status.PodIP) {
 		t.Errorf("exec output %q: want 42, the hostname many-05 and the pod IP %s", out, p.Status.PodIP)
 	}
-	_, _, err := a.ctl("exec", "many-05", "-n", namespace, "--", "sh", "-c", "echo oops >&2; exit 3")
+	_, _, err = a.ctl("exec", "many-05", "-n", namespace, "--", "sh", "-c", "echo oops >&2; exit 3")
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("exec of a command exiting 3: err %v, want exit status 3", err)
 	}

@@ -191,13 +191,18 @@ stringData:
 		}
 		return nil
 	})
-	// The message of ErrImagePull carries containerd's error with the 401;
-	// a back-off's message only says back-off: find the pull's event.
+	// The message of ErrImagePull carries containerd's error with the auth
+	// failure (1.6: the registry's 401; 2.x: "authorization failed: no basic
+	// auth credentials"); a back-off's message only says back-off: find the
+	// pull's event.
+	authFailed := func(s string) bool {
+		return strings.Contains(s, "401") || strings.Contains(s, "authorization failed")
+	}
 	msg := containerStatus(p, "main").State.Waiting.Message
-	if !strings.Contains(msg, "401") {
+	if !authFailed(msg) {
 		out, _, _ := a.ctl("describe", "pod", "private-without-secret", "-n", namespace)
-		if !strings.Contains(out, "401") {
-			t.Errorf("no 401 in the waiting message %q nor in describe:\n%s", msg, out)
+		if !authFailed(out) {
+			t.Errorf("no auth failure (401, authorization failed) in the waiting message %q nor in describe:\n%s", msg, out)
 		}
 	}
 	out, _, _ := a.ctl("describe", "pod", "private-with-secret", "-n", namespace)

@@ -10,15 +10,14 @@ import (
 	"syscall"
 )
 
-// taskStateDir is where containerd (state = /run/containerd, setup.sh)
-// keeps the bundle of every task of CRI's namespace, one directory per shim.
-const taskStateDir = "/run/containerd/io.containerd.runtime.v2.task/k8s.io"
-
-// reapOrphanShims kills the runc shims of CRI's namespace whose task
-// bundle is gone. Such a shim serves nothing containerd knows of: a shim
-// still shutting down when a test stopped containerd (the runtime-restart
-// scenario) survives the restart without its state and would stay behind
-// on the machine for good. A shim's bundle exists before the shim starts,
+// reapOrphanShims kills the runc shims of CRI's namespace, started by the
+// suite's containerd (their -address), whose task bundle is gone from its
+// task directory (ctrd.TaskDir: one directory per shim). Such a shim serves
+// nothing containerd knows of: a shim still shutting down when a test
+// stopped containerd (the runtime-restart scenario) survives the restart
+// without its state and would stay behind on the machine for good. Shims of
+// the other containerd flavor, which may run beside it, are not ours to
+// judge. A shim's bundle exists before the shim starts,
 // so a live one is never taken for an orphan.
 func reapOrphanShims() (int, error) {
 	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
@@ -36,10 +35,10 @@ func reapOrphanShims() (int, error) {
 			continue
 		}
 		id, ns := flagValue(args, "-id"), flagValue(args, "-namespace")
-		if id == "" || ns != "k8s.io" {
+		if id == "" || ns != "k8s.io" || "unix://"+flagValue(args, "-address") != criEndpoint {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(taskStateDir, id)); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(ctrd.TaskDir, id)); !os.IsNotExist(err) {
 			continue
 		}
 		var pid int
