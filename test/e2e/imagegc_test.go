@@ -62,7 +62,7 @@ func TestImageGarbageCollection(t *testing.T) {
 	a.apply(t, keeper, victim)
 	a.waitPod(t, "gc-keeper", 2*time.Minute, isRunning)
 	a.waitPod(t, "gc-victim", 2*time.Minute, isRunning)
-	if present(ctx, t, rt, ref) != nil {
+	if present(ctx, t, rt, ref) == nil {
 		t.Fatalf("%s not in the runtime after its pod ran", ref)
 	}
 
