@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -199,10 +200,13 @@ func (a *agent) cleanup(t *testing.T) {
 				}
 			}
 		}
+		// Until the agent has cleaned the pods up: their sandboxes
+		// removed and their memory emptyDirs unmounted (which the agent
+		// does right after the removal).
 		if c, err := dialCRI(ctx); err == nil {
 			for ctx.Err() == nil {
 				sbs, err := sandboxesIn(ctx, c, namespace)
-				if err != nil || len(readyOnly(sbs)) == 0 {
+				if err != nil || len(sbs) == 0 && len(testutil.MountsUnder(t, a.rootDir)) == 0 {
 					break
 				}
 				time.Sleep(250 * time.Millisecond)
@@ -210,6 +214,17 @@ func (a *agent) cleanup(t *testing.T) {
 			c.Close()
 		}
 		a.stop(t)
+	}
+	// What a stopped or killed agent left mounted under its root (a
+	// memory emptyDir of a pod swept below) goes, or the temp dir could
+	// not be removed and the mount would stay on the host.
+	left := testutil.MountsUnder(t, a.rootDir)
+	for i := len(left) - 1; i >= 0; i-- { // mounts below others first
+		if f := strings.Fields(left[i]); len(f) > 4 {
+			if err := syscall.Unmount(f[4], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+				t.Errorf("cleanup: unmount %s: %v", f[4], err)
+			}
+		}
 	}
 	if n, err := sweepNamespace(namespace); err != nil {
 		t.Errorf("cleanup: sweep namespace %s: %v", namespace, err)
