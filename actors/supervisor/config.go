@@ -28,6 +28,10 @@ type Runtime interface {
 	CleanupPod(ctx context.Context, uid types.UID) error
 	// GC garbage-collects containers, sandboxes and back-off entries.
 	GC()
+	// CleanupOrphanedPodDirs removes the directories of pods keep does
+	// not name that the runtime has no sandbox of (left by an agent that
+	// stopped before their cleanup), returning how many.
+	CleanupOrphanedPodDirs(ctx context.Context, keep func(types.UID) bool) (int, error)
 }
 
 // Cache is the PLEG status cache, as pod actors use it.

@@ -24,6 +24,12 @@ type housekeepingDone struct {
 // cgroups) started by housekeeping returned.
 type garbageCollected struct{}
 
+// podDirsSwept is the outcome of a sweep of orphaned pod directories.
+type podDirsSwept struct {
+	removed int
+	err     error
+}
+
 // housekeep purges finished workers, respawns failed ones and starts the
 // runtime part of the pass in goroutines: the orphan listing, and the
 // runtime's GC apart from it, so a slow GC never holds the kill of an
@@ -86,6 +92,36 @@ func (s *supervisor) housekeepingDone(ctx actor.Context, m *housekeepingDone) {
 		klog.InfoS("Killing orphaned pod no source wants", "pod", klog.KRef(rp.Namespace, rp.Name), "podUID", rp.ID)
 		s.dispatch(ctx, rp.ID, messages.SyncPod{UpdateType: messages.SyncPodKill, RunningPod: rp, StartTime: s.cfg.Clock.Now()})
 	}
+	s.sweepPodDirs(ctx, m.running)
+}
+
+// sweepPodDirs starts a sweep of the directories of pods no source wants,
+// no worker handles and the runtime does not run (one at a time, off the
+// loop). A pod added meanwhile is safe: the runtime manager never removes
+// the directory of a pod it synced since the agent started.
+func (s *supervisor) sweepPodDirs(ctx actor.Context, running []*cri.Pod) {
+	if s.sweepingDirs {
+		return
+	}
+	keep := map[types.UID]bool{}
+	for uid := range s.pods {
+		keep[uid] = true
+	}
+	for uid := range s.workers {
+		keep[uid] = true
+	}
+	for uid := range s.cleaning {
+		keep[uid] = true
+	}
+	for _, rp := range running {
+		keep[rp.ID] = true
+	}
+	s.sweepingDirs = true
+	rt, life := s.cfg.Runtime, s.life
+	actorutil.Go(actorutil.To(ctx), func() any {
+		n, err := rt.CleanupOrphanedPodDirs(life, func(uid types.UID) bool { return keep[uid] })
+		return &podDirsSwept{removed: n, err: err}
+	})
 }
 
 // cleanupParallelism is how many removed pods are cleaned up at once. The

@@ -41,6 +41,7 @@ type supervisor struct {
 	sourcesReady   bool
 	housekeeping   bool               // a housekeeping pass is in flight
 	collecting     bool               // a runtime GC started by housekeeping is in flight
+	sweepingDirs   bool               // a sweep of orphaned pod directories is in flight
 	cancel         context.CancelFunc // cancels the housekeeping pass in flight
 	life           context.Context    // ends when the loop stops
 	cleanupSem     chan struct{}      // bounds the cleanups of removed pods in flight
@@ -181,6 +182,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.housekeepingDone(ctx, m)
 	case *garbageCollected:
 		s.collecting = false
+	case *podDirsSwept:
+		s.sweepingDirs = false
+		if m.err != nil && s.life.Err() == nil {
+			klog.ErrorS(m.err, "Sweeping orphaned pod directories failed", "removed", m.removed)
+		}
 	case *imageGCTick:
 		s.collectImages(ctx)
 	case *imageGCDone:

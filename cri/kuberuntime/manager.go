@@ -109,6 +109,12 @@ type Manager struct {
 	mu          sync.Mutex
 	runtimeName string
 	versionMu   sync.Mutex // one Version call at a time: the first syncs share it
+
+	// podDirs: pods synced since the agent started (their directories
+	// are theirs), and the lock a sweep of orphaned pod directories holds
+	// while it removes one (orphan_dirs.go).
+	podDirsMu sync.Mutex
+	podDirs   map[types.UID]bool
 }
 
 // NewManager returns a manager driving rt.
@@ -127,6 +133,7 @@ func NewManager(rt cri.Runtime, opts Options) *Manager {
 		opts.KeepDeadContainers = 1
 	}
 	return &Manager{
+		podDirs:        map[types.UID]bool{},
 		rt:             rt,
 		opts:           opts,
 		restartBackOff: newBackOff(opts.Clock, restartBackOffInitial, restartBackOffMax),

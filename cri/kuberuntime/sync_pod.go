@@ -24,6 +24,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *cri.PodStatu
 		result.add(ActionCreatePodSandbox, "", wrapKind(ErrConfigPodSandbox, err, ""))
 		return result
 	}
+	m.claimPodDir(pod.UID)
 	if status == nil {
 		status = &cri.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}

@@ -294,6 +294,12 @@ func (r *Runtime) GC() {
 	_ = r.call(context.Background(), Call{Op: OpGC})
 }
 
+// CleanupOrphanedPodDirs has no directories to remove (not recorded: the
+// sweep runs on every housekeeping pass).
+func (r *Runtime) CleanupOrphanedPodDirs(context.Context, func(types.UID) bool) (int, error) {
+	return 0, nil
+}
+
 // ErrNotFound is returned by Cache.Get for a pod without status.
 var ErrNotFound = errors.New("fake cache: no status for pod")
 
