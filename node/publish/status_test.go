@@ -126,17 +126,24 @@ func TestStatusLandsInBucketAndOnSubject(t *testing.T) {
 	}
 }
 
-func TestStatusCoalescesUnderBurst(t *testing.T) {
+// stalledPublisher is a publisher whose writer waits to retry its first
+// write, first's status (there is no bucket yet), on the fake clock it
+// returns: what the test queues next waits behind it until the clock
+// steps. The subject log records what is published.
+func stalledPublisher(t *testing.T, first *v1.Pod) (*StatusPublisher, jetstream.JetStream, *subjectLog, *clocktesting.FakeClock) {
+	t.Helper()
 	ts := startServer(t)
 	nc, js := ts.connect()
 	log := subscribe(t, nc)
 	fc := clocktesting.NewFakeClock(time.Now())
 	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode, Clock: fc})
-
-	// No bucket yet: the first write fails and the writer waits to retry,
-	// so everything below queues up behind it.
-	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodPending, "v0")})
+	p.PodStatusChanged(messages.PodStatusChanged{Pod: first})
 	eventually(t, 10*time.Second, "the writer to back off", fc.HasWaiters)
+	return p, js, log, fc
+}
+
+func TestStatusCoalescesUnderBurst(t *testing.T) {
+	p, js, log, fc := stalledPublisher(t, statusPod("web", "u1", v1.PodPending, "v0"))
 	for i := 1; i <= 200; i++ {
 		p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodRunning, fmt.Sprintf("v%d", i))})
 		p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("db", "u2", v1.PodRunning, fmt.Sprintf("v%d", i))})
@@ -193,15 +200,7 @@ func TestStatusRemovalDeletesKey(t *testing.T) {
 // written (bucket and subject), then the key is deleted, as the kubelet
 // updates a pod's final status before deleting the pod.
 func TestFinalStatusWrittenBeforeRemoval(t *testing.T) {
-	ts := startServer(t)
-	nc, js := ts.connect()
-	log := subscribe(t, nc)
-	fc := clocktesting.NewFakeClock(time.Now())
-	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode, Clock: fc})
-
-	// No bucket yet: the first write fails and the rest queue behind it.
-	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("blocker", "b", v1.PodRunning, "")})
-	eventually(t, 10*time.Second, "the writer to back off", fc.HasWaiters)
+	p, js, log, fc := stalledPublisher(t, statusPod("blocker", "b", v1.PodRunning, ""))
 	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("job", "u1", v1.PodRunning, "running")})
 	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("job", "u1", v1.PodSucceeded, "final")})
 	p.PodStatusRemoved(statusPod("job", "u1", "", ""))
