@@ -17,6 +17,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
+	"github.com/actorlet/actorlet/node/hostfs"
 )
 
 // StatsRuntime is what the stats reader asks the CRI runtime (cri.Client).
@@ -58,7 +59,7 @@ func (n NodeStats) Read(ctx context.Context) (Stats, error) {
 		errs = append(errs, err)
 	}
 	if n.RootDir != "" {
-		fs, err := statfs(n.RootDir)
+		fs, err := hostfs.Stat(n.RootDir)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -76,7 +77,7 @@ func (n NodeStats) Read(ctx context.Context) (Stats, error) {
 			errs = append(errs, err)
 		} else if fss := info.GetImageFilesystems(); len(fss) > 0 && fss[0].GetFsId().GetMountpoint() != "" {
 			mp := fss[0].GetFsId().GetMountpoint()
-			fs, err := statfs(mp)
+			fs, err := hostfs.Stat(mp)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -164,15 +165,6 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-func statfs(path string) (FsStats, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return FsStats{}, fmt.Errorf("statfs %s: %w", path, err)
-	}
-	bs := uint64(st.Bsize)
-	return FsStats{Capacity: st.Blocks * bs, Available: st.Bavail * bs, Inodes: st.Files, InodesFree: st.Ffree}, nil
 }
 
 func readUint(path string) (uint64, error) {

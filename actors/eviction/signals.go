@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/actorlet/actorlet/node/hostfs"
 )
 
 // Stats is one reading of the node and its pods. A zero capacity means
@@ -32,9 +34,7 @@ type Stats struct {
 }
 
 // FsStats is a filesystem's size and free space and inodes.
-type FsStats struct {
-	Capacity, Available, Inodes, InodesFree uint64
-}
+type FsStats = hostfs.Stats
 
 // PodStats is one pod's usage.
 type PodStats struct {

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
-	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/actorlet/actorlet/node/hostfs"
 )
 
 // Runtime is what image GC needs from a CRI runtime. cri.Client and the
@@ -24,11 +25,9 @@ type Runtime interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 }
 
-// FsStats is the image filesystem's size and free space, in bytes.
-type FsStats struct {
-	Capacity  uint64
-	Available uint64
-}
+// FsStats is the image filesystem's size and free space, in bytes (and
+// its inodes, unused here).
+type FsStats = hostfs.Stats
 
 // Options configure a Manager.
 type Options struct {
@@ -102,16 +101,8 @@ func New(rt Runtime, opts Options) (*Manager, error) {
 	return &Manager{rt: rt, opts: opts, started: opts.Clock.Now(), pinned: pinned, records: map[string]*record{}}, nil
 }
 
-// statfs reads the size and free space (for unprivileged users, as df
-// shows it) of the filesystem holding path.
-func statfs(_ context.Context, path string) (FsStats, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
-		return FsStats{}, fmt.Errorf("statfs %s: %w", path, err)
-	}
-	bs := uint64(st.Bsize)
-	return FsStats{Capacity: st.Blocks * bs, Available: st.Bavail * bs}, nil
-}
+// statfs reads the size and free space of the filesystem holding path.
+func statfs(_ context.Context, path string) (FsStats, error) { return hostfs.Stat(path) }
 
 // MarkUsed records that a container was just created from the image (its
 // ID): the agent's own tracking of last use, between detections.

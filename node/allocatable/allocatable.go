@@ -11,14 +11,16 @@ package allocatable
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/actorlet/actorlet/node/hostfs"
 )
 
 // ResourcePID is the reservation of process IDs (--kube-reserved
@@ -242,11 +244,11 @@ func subtract(capacity, reserved v1.ResourceList) v1.ResourceList {
 // kubelet reports it: the size of the filesystem holding its root
 // directory (statfs).
 func EphemeralStorage(rootDir string) (resource.Quantity, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(rootDir, &st); err != nil {
-		return resource.Quantity{}, fmt.Errorf("ephemeral-storage capacity: statfs %s: %w", rootDir, err)
+	st, err := hostfs.Stat(rootDir)
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("ephemeral-storage capacity: %w", err)
 	}
-	return *resource.NewQuantity(int64(st.Blocks)*st.Bsize, resource.BinarySI), nil
+	return *resource.NewQuantity(int64(min(st.Capacity, math.MaxInt64)), resource.BinarySI), nil
 }
 
 // Capacity is the host's capacity: its CPUs, memTotal bytes of memory
