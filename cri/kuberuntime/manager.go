@@ -111,10 +111,13 @@ type Manager struct {
 	versionMu   sync.Mutex // one Version call at a time: the first syncs share it
 
 	// podDirs: pods synced since the agent started (their directories
-	// are theirs), and the lock a sweep of orphaned pod directories holds
-	// while it removes one (orphan_dirs.go).
-	podDirsMu sync.Mutex
-	podDirs   map[types.UID]bool
+	// are theirs); removingDirs: those a sweep of orphaned pod
+	// directories is removing, which a sync of that pod waits for
+	// (orphan_dirs.go).
+	podDirsMu    sync.Mutex
+	podDirsDone  *sync.Cond // on podDirsMu: a removal ended
+	podDirs      map[types.UID]bool
+	removingDirs map[types.UID]bool
 }
 
 // NewManager returns a manager driving rt.
@@ -132,8 +135,9 @@ func NewManager(rt cri.Runtime, opts Options) *Manager {
 	if opts.KeepDeadContainers <= 0 {
 		opts.KeepDeadContainers = 1
 	}
-	return &Manager{
+	m := &Manager{
 		podDirs:        map[types.UID]bool{},
+		removingDirs:   map[types.UID]bool{},
 		rt:             rt,
 		opts:           opts,
 		restartBackOff: newBackOff(opts.Clock, restartBackOffInitial, restartBackOffMax),
@@ -141,6 +145,8 @@ func NewManager(rt cri.Runtime, opts Options) *Manager {
 		images:         newImageStatuses(opts.Clock),
 		reasons:        newReasonCache(opts.Clock),
 	}
+	m.podDirsDone = sync.NewCond(&m.podDirsMu)
+	return m
 }
 
 // BackOffs returns, for describe, the end of each container's current

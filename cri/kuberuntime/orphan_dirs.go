@@ -19,11 +19,14 @@ const maxOrphanDirsPerSweep = 256
 
 // claimPodDir records that pod uid was synced since the agent started: a
 // sweep never removes its directory (its own cleanup does). It waits for
-// a sweep removing that directory right now.
+// a sweep removing that directory right now (only that one).
 func (m *Manager) claimPodDir(uid types.UID) {
 	m.podDirsMu.Lock()
+	defer m.podDirsMu.Unlock()
+	for m.removingDirs[uid] {
+		m.podDirsDone.Wait()
+	}
 	m.podDirs[uid] = true
-	m.podDirsMu.Unlock()
 }
 
 // CleanupOrphanedPodDirs removes the directories under PodsDir of pods
@@ -79,10 +82,18 @@ func (m *Manager) CleanupOrphanedPodDirs(ctx context.Context, keep func(types.UI
 // it waits until it is done.
 func (m *Manager) removeOrphanedPodDir(uid types.UID) (bool, error) {
 	m.podDirsMu.Lock()
-	defer m.podDirsMu.Unlock()
 	if m.podDirs[uid] {
+		m.podDirsMu.Unlock()
 		return false, nil
 	}
+	m.removingDirs[uid] = true
+	m.podDirsMu.Unlock()
+	defer func() {
+		m.podDirsMu.Lock()
+		delete(m.removingDirs, uid)
+		m.podDirsDone.Broadcast()
+		m.podDirsMu.Unlock()
+	}()
 	dir := filepath.Join(m.opts.PodsDir, string(uid))
 	if err := unmountMemoryVolumes(filepath.Join(dir, "volumes", "emptydir")); err != nil {
 		return false, fmt.Errorf("orphaned pod directory %s: %w", dir, err)

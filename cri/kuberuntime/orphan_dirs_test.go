@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,5 +78,31 @@ func TestIntegrationCleanupOrphanedPodDirs(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(pods, d)); err != nil {
 			t.Errorf("%s removed: %v", d, err)
 		}
+	}
+}
+
+// TestClaimWaitsForItsRemovalOnly: a sync of a pod whose directory a sweep
+// is removing waits until the removal ends; a sync of another pod does
+// not wait.
+func TestClaimWaitsForItsRemovalOnly(t *testing.T) {
+	m := NewManager(nil, Options{})
+	m.podDirsMu.Lock()
+	m.removingDirs["a"] = true
+	m.podDirsMu.Unlock()
+	m.claimPodDir("b") // returns at once
+	claimed := make(chan struct{})
+	go func() { m.claimPodDir("a"); close(claimed) }()
+	select {
+	case <-claimed:
+		t.Fatal("claimed a directory being removed")
+	case <-time.After(100 * time.Millisecond):
+	}
+	m.podDirsMu.Lock()
+	delete(m.removingDirs, "a")
+	m.podDirsDone.Broadcast()
+	m.podDirsMu.Unlock()
+	<-claimed
+	if !m.podDirs["a"] || !m.podDirs["b"] {
+		t.Errorf("claims %v", m.podDirs)
 	}
 }
