@@ -3,6 +3,7 @@ package pleg
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/actorlet/actorlet/cri"
@@ -45,8 +46,21 @@ func (p *plegActor) watchEvents(ctx context.Context, gen int) {
 		})
 	}()
 
+	// handle takes ev with every event queued behind it (up to
+	// maxEventBatch): a pod with several events in the batch is inspected
+	// once, and the batch's pods side by side.
 	handle := func(ev *runtimeapi.ContainerEventResponse) {
-		if events := p.handleContainerEvent(ctx, ev); len(events) > 0 {
+		batch := []*runtimeapi.ContainerEventResponse{ev}
+	drain:
+		for len(batch) < maxEventBatch {
+			select {
+			case next := <-ch:
+				batch = append(batch, next)
+			default:
+				break drain
+			}
+		}
+		if events := p.handleContainerEvents(ctx, batch); len(events) > 0 {
 			p.send(containerEventsObserved{gen: gen, events: events})
 		}
 	}
@@ -68,7 +82,7 @@ func (p *plegActor) watchEvents(ctx context.Context, gen int) {
 			for drained := false; !drained; {
 				select {
 				case ev := <-ch:
-					handle(ev)
+					handle(ev) // and what is queued behind it
 				default:
 					drained = true
 				}
@@ -82,11 +96,80 @@ func (p *plegActor) watchEvents(ctx context.Context, gen int) {
 	}
 }
 
-// handleContainerEvent refreshes the event's pod in the cache and returns
-// the lifecycle events it stands for.
-func (p *plegActor) handleContainerEvent(ctx context.Context, ev *runtimeapi.ContainerEventResponse) []messages.PodLifecycleEvent {
-	if ev == nil {
+const (
+	// maxEventBatch bounds the events one inspection pass takes off the
+	// stream.
+	maxEventBatch = 128
+	// inspectParallel bounds the pods one pass inspects at once.
+	inspectParallel = 4
+)
+
+// podEvent is one container event, read: its pod, and the lifecycle
+// event it stands for (nil for one that is not inspected or reported).
+type podEvent struct {
+	uid             types.UID
+	name, namespace string
+	event           *messages.PodLifecycleEvent
+}
+
+// handleContainerEvents refreshes the pods of a batch of events in the
+// cache, each pod once, and returns the lifecycle events they stand for,
+// in the order they came. A pod's read starts after its events arrived,
+// so the cached status holds what each of them reports, as a read per
+// event would (the kubelet's evented PLEG likewise keeps only the newest
+// status of a pod).
+func (p *plegActor) handleContainerEvents(ctx context.Context, batch []*runtimeapi.ContainerEventResponse) []messages.PodLifecycleEvent {
+	var pods []podEvent // one per pod to inspect, in order of arrival
+	seen := map[types.UID]bool{}
+	var out []messages.PodLifecycleEvent
+	for _, ev := range batch {
+		pe, ok := p.readContainerEvent(ev)
+		if !ok {
+			continue
+		}
+		if !seen[pe.uid] {
+			seen[pe.uid] = true
+			pods = append(pods, pe)
+		}
+		if pe.event != nil {
+			out = append(out, *pe.event)
+		}
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, inspectParallel)
+	for _, pe := range pods {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			p.inspect(ctx, pe)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
 		return nil
+	}
+	return out
+}
+
+// inspect reads a pod from the runtime into the cache.
+func (p *plegActor) inspect(ctx context.Context, pe podEvent) {
+	ts := p.cfg.Clock.Now()
+	podStatus, err := p.cfg.Runtime.GetPodStatus(ctx, pe.uid, pe.name, pe.namespace)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		klog.V(4).InfoS("Inspecting pod after container event failed", "pod", klog.KRef(pe.namespace, pe.name), "podUID", pe.uid, "err", err)
+	}
+	p.cfg.Cache.Set(pe.uid, podStatus, err, ts)
+}
+
+// readContainerEvent tells whose pod an event is and what it stands for;
+// false for an event that is neither inspected nor reported.
+func (p *plegActor) readContainerEvent(ev *runtimeapi.ContainerEventResponse) (podEvent, bool) {
+	if ev == nil {
+		return podEvent{}, false
 	}
 	sandbox := ev.GetPodSandboxStatus()
 	meta := sandbox.GetMetadata()
@@ -96,31 +179,22 @@ func (p *plegActor) handleContainerEvent(ctx context.Context, ev *runtimeapi.Con
 	}
 	if uid == "" {
 		klog.V(4).InfoS("Ignoring container event without a pod", "containerID", ev.GetContainerId(), "type", ev.GetContainerEventType())
-		return nil
+		return podEvent{}, false
 	}
 	if p.cfg.NodeName != "" && sandbox.GetLabels()[cri.LabelNode] != p.cfg.NodeName {
-		return nil // not this node's pod (relists do not list it): not inspected, not reported
+		return podEvent{}, false // not this node's pod (relists do not list it): not inspected, not reported
 	}
-
 	if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT {
 		// As the kubelet's PLEGs: a creation is no lifecycle event (the
 		// agent created it; its start or exit follows), and not worth a
 		// pod inspection each (at a 100-pod start, 2 of every 4 events).
-		return nil
+		return podEvent{}, false
 	}
-	ts := p.cfg.Clock.Now()
-	podStatus, err := p.cfg.Runtime.GetPodStatus(ctx, uid, meta.GetName(), meta.GetNamespace())
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err != nil {
-		klog.V(4).InfoS("Inspecting pod after container event failed", "pod", klog.KRef(meta.GetNamespace(), meta.GetName()), "podUID", uid, "err", err)
-	}
-	p.cfg.Cache.Set(uid, podStatus, err, ts)
-
+	pe := podEvent{uid: uid, name: meta.GetName(), namespace: meta.GetNamespace()}
 	id := ev.GetContainerId()
 	if id != "" && id == sandbox.GetId() {
-		return []messages.PodLifecycleEvent{{PodUID: uid, Type: messages.SandboxChanged}}
+		pe.event = &messages.PodLifecycleEvent{PodUID: uid, Type: messages.SandboxChanged}
+		return pe, true
 	}
 	var t messages.PodLifecycleEventType
 	switch ev.GetContainerEventType() {
@@ -132,7 +206,8 @@ func (p *plegActor) handleContainerEvent(ctx context.Context, ev *runtimeapi.Con
 		// The stop event already reported the death.
 		t = messages.ContainerRemoved
 	default:
-		return nil
+		return pe, true // inspected, not reported
 	}
-	return []messages.PodLifecycleEvent{{PodUID: uid, Type: t, ContainerID: id}}
+	pe.event = &messages.PodLifecycleEvent{PodUID: uid, Type: t, ContainerID: id}
+	return pe, true
 }

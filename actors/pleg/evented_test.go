@@ -381,3 +381,56 @@ func TestCreatedEventIsNotInspectedOrReported(t *testing.T) {
 		t.Fatal("a creation was inspected into the cache")
 	}
 }
+
+// Events that queue while the PLEG inspects a pod are taken together: each
+// of their pods is inspected once, after its events arrived, and every
+// event is still reported, in the order it came (a 100-pod teardown sends
+// about five events a pod).
+func TestQueuedEventsInspectEachPodOnce(t *testing.T) {
+	cfg, fake, lister, _ := newTestConfig()
+	stream := newStreamingRuntime(fake)
+	cfg.CRI = stream
+	release := lister.hold("u0")
+	rec := spawnPLEG(t, cfg)
+	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
+
+	stream.events <- containerEvent("u0", "c0", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	eventually(t, wait, "u0's inspection under way", func() bool { return lister.statusCallsOf("u0") == 1 })
+	u1 := []messages.PodLifecycleEvent{
+		{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"},
+		{PodUID: "u1", Type: messages.ContainerDied, ContainerID: "c1"},
+		{PodUID: "u1", Type: messages.ContainerRemoved, ContainerID: "c1"},
+	}
+	for _, typ := range []runtimeapi.ContainerEventType{
+		runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT,
+		runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT,
+		runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT,
+	} {
+		stream.events <- containerEvent("u1", "c1", typ)
+	}
+	stream.events <- containerEvent("u2", "c2", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	// The stream hands events on one at a time: once it took this one,
+	// the ones before it are queued.
+	stream.events <- containerEvent("u3", "c3", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+	release()
+
+	eventually(t, wait, "every event reported", func() bool {
+		return rec.hasEvent(u1[2]) && rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u2", Type: messages.ContainerStarted, ContainerID: "c2"}) &&
+			rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u3", Type: messages.ContainerStarted, ContainerID: "c3"})
+	})
+	if n := lister.statusCallsOf("u1"); n != 1 {
+		t.Errorf("pod u1 with three queued events was inspected %d times, want 1", n)
+	}
+	if n := lister.statusCallsOf("u2"); n != 1 {
+		t.Errorf("pod u2 was inspected %d times, want 1", n)
+	}
+	var got []messages.PodLifecycleEvent
+	for _, e := range rec.events() {
+		if e.PodUID == "u1" {
+			got = append(got, e)
+		}
+	}
+	if len(got) != len(u1) || got[0] != u1[0] || got[1] != u1[1] || got[2] != u1[2] {
+		t.Errorf("pod u1's events = %v, want %v", got, u1)
+	}
+}

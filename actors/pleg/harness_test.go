@@ -36,12 +36,30 @@ type podLister struct {
 	statusErrs   map[types.UID]int // fail the next n GetPodStatus calls
 	getPodsCalls int
 	statusCalls  map[types.UID]int // GetPodStatus calls per pod
+	// held: GetPodStatus of these pods waits until the channel closes.
+	held map[types.UID]chan struct{}
 }
 
 var _ Runtime = &podLister{}
 
 func newPodLister(fake *critesting.FakeRuntimeService) *podLister {
-	return &podLister{fake: fake, statusErrs: make(map[types.UID]int), statusCalls: make(map[types.UID]int)}
+	return &podLister{fake: fake, statusErrs: make(map[types.UID]int), statusCalls: make(map[types.UID]int), held: map[types.UID]chan struct{}{}}
+}
+
+// hold makes GetPodStatus of pod uid wait until release is called.
+func (l *podLister) hold(uid types.UID) (release func()) {
+	ch := make(chan struct{})
+	l.mu.Lock()
+	l.held[uid] = ch
+	l.mu.Unlock()
+	return func() { close(ch) }
+}
+
+// statusCallsOf is how many times pod uid was inspected.
+func (l *podLister) statusCallsOf(uid types.UID) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.statusCalls[uid]
 }
 
 func (l *podLister) setGetPodsErr(err error) {
@@ -113,6 +131,15 @@ func (l *podLister) GetPods(ctx context.Context, all bool) ([]*cri.Pod, error) {
 func (l *podLister) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error) {
 	l.mu.Lock()
 	l.statusCalls[uid]++
+	if held := l.held[uid]; held != nil {
+		l.mu.Unlock()
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		l.mu.Lock()
+	}
 	if n := l.statusErrs[uid]; n > 0 {
 		l.statusErrs[uid] = n - 1
 		l.mu.Unlock()
