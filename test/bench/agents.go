@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/asynkron/protoactor-go/actor"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -28,11 +29,12 @@ const (
 )
 
 // quietKlog sends the agents' logs to a file instead of stderr, so tables
-// stay readable. The file is kept after the run.
-func quietKlog(run string) (string, error) {
+// stay readable. The file is kept after the run. verbosity is klog's -v
+// (6 logs every CRI call with its duration: a trace of the run).
+func quietKlog(run string, verbosity int) (string, error) {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
-	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "v": "0"} {
+	for k, v := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL", "v": strconv.Itoa(verbosity)} {
 		if err := fs.Set(k, v); err != nil {
 			return "", fmt.Errorf("set klog flag %s: %w", k, err)
 		}

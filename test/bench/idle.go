@@ -12,35 +12,91 @@ import (
 	"time"
 
 	"github.com/actorlet/actorlet/cri/procruntime"
+	"github.com/actorlet/actorlet/test/e2eenv"
 )
 
-// benchIdle is section 5: the real actorlet binary, as a process on its
-// embedded process runtime and embedded NATS, idle with 0 and with
-// e.idlePods running pods.
+// idleRuntime is one runtime the idle section runs the agent binary on.
+type idleRuntime struct {
+	name  string   // printed in the table
+	flags []string // the agent's runtime flags
+	image string
+	pid   string // the runtime's own process ("" when it is the agent's)
+}
+
+// idleRuntimes is the embedded process runtime, and containerd too where
+// -runtime picks it (as the start section does).
+func idleRuntimes(ctx context.Context, e *env) ([]idleRuntime, error) {
+	out := []idleRuntime{{name: "embedded process runtime", image: "bench/sleep:1"}}
+	if e.runtime == "process" {
+		return out, nil
+	}
+	rt, err := openContainerd(ctx)
+	if err != nil {
+		if e.runtime == "containerd" {
+			return nil, err
+		}
+		return out, nil
+	}
+	defer rt.close()
+	ctrd, err := e2eenv.Load(e2eenv.Flavor())
+	if err != nil {
+		return nil, err
+	}
+	return append(out, idleRuntime{
+		name: rt.kind, image: rt.image, pid: rt.pid,
+		// The agent never collects the suite's images here.
+		flags: []string{"--container-runtime-endpoint", ctrd.Endpoint, "--image-gc-high-threshold", "100"},
+	}), nil
+}
+
+// benchIdle is section 5: the real actorlet binary, as a process with its
+// embedded NATS, idle with 0 and with e.idlePods running pods, on the
+// embedded process runtime and on containerd.
 func benchIdle(ctx context.Context, e *env) error {
 	bin := filepath.Join(e.dir, "actorlet")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/actorlet")
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build the actorlet binary (run from the repository root): %w\n%s", err, out)
 	}
+	rts, err := idleRuntimes(ctx, e)
+	if err != nil {
+		return err
+	}
+	t := newTable(fmt.Sprintf("Idle cost of the actorlet binary (embedded NATS), %s windows", e.window),
+		"runtime", "running pods", "agent CPU (% core)", "agent RSS (MiB)", "runtime CPU (% core)")
+	for i, rt := range rts {
+		if err := idleOn(ctx, e, bin, fmt.Sprintf("bench-idle-%s-%d", e.run, i), rt, t); err != nil {
+			return fmt.Errorf("%s: %w", rt.name, err)
+		}
+	}
+	t.note("`actorlet --node-name <node> --root-dir <tmp> --nats-port <free> --healthz-port 0 --cgroups-per-qos=false [--container-runtime-endpoint <containerd> --image-gc-high-threshold 100]`: embedded NATS, defaults otherwise (relist 1 s, heartbeat 10 s, sync 1 min)")
+	t.note("agent CPU: utime+stime of the agent process from /proc/<pid>/stat over the window; RSS: the largest VmRSS sampled each second; pods run `sleep 3600`")
+	t.note("runtime CPU: the containerd process alone over the same window (not its shims); on the embedded process runtime it is inside the agent's figure")
+	t.note("not counted: the per-container shim processes; both runtimes stream events, so the PLEG does not relist every second")
+	e.report.emit(t)
+	return nil
+}
+
+// idleOn runs the agent on one runtime and adds its two rows to t.
+func idleOn(ctx context.Context, e *env, bin, node string, rt idleRuntime, t *table) error {
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	node := "bench-idle-" + e.run
-	root := filepath.Join(e.dir, "idle")
-	logf, err := os.Create(filepath.Join(e.dir, "idle-agent.log"))
+	root := filepath.Join(e.dir, node)
+	logf, err := os.Create(filepath.Join(e.dir, node+".log"))
 	if err != nil {
 		return fmt.Errorf("create the agent's log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "--node-name", node, "--root-dir", root, "--nats-port", strconv.Itoa(port), "--healthz-port", "0", "--cgroups-per-qos=false")
+	args := append([]string{"--node-name", node, "--root-dir", root, "--nats-port", strconv.Itoa(port), "--healthz-port", "0", "--cgroups-per-qos=false"}, rt.flags...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start actorlet: %w", err)
 	}
 	pid := strconv.Itoa(cmd.Process.Pid)
-	defer stopIdleAgent(cmd, root)
+	defer stopIdleAgent(cmd, root, rt.pid != "")
 
 	c, err := connectWithin(ctx, fmt.Sprintf("nats://127.0.0.1:%d", port), 30*time.Second)
 	if err != nil {
@@ -53,8 +109,6 @@ func benchIdle(ctx context.Context, e *env) error {
 	}
 	defer w.stop()
 
-	t := newTable(fmt.Sprintf("Idle cost of the actorlet binary (process runtime, embedded NATS), %s windows", e.window),
-		"running pods", "agent CPU (% core)", "agent RSS (MiB)")
 	measure := func(pods int) error {
 		// Let start-up settle before the window.
 		select {
@@ -65,6 +119,12 @@ func benchIdle(ctx context.Context, e *env) error {
 		m, err := startCPU(pid)
 		if err != nil {
 			return err
+		}
+		var rtm *cpuMeter
+		if rt.pid != "" {
+			if rtm, err = startCPU(rt.pid); err != nil {
+				return err
+			}
 		}
 		var rssMax int64
 		deadline := time.Now().Add(e.window)
@@ -82,13 +142,21 @@ func benchIdle(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
-		t.add(pods, fmt.Sprintf("%.2f", pct), fmt.Sprintf("%.1f", float64(rssMax)/(1<<20)))
+		rtPct := "—"
+		if rtm != nil {
+			p, err := rtm.percent()
+			if err != nil {
+				return err
+			}
+			rtPct = fmt.Sprintf("%.2f", p)
+		}
+		t.add(rt.name, pods, fmt.Sprintf("%.2f", pct), fmt.Sprintf("%.1f", float64(rssMax)/(1<<20)), rtPct)
 		return nil
 	}
 	if err := measure(0); err != nil {
 		return err
 	}
-	values, err := podSpec{image: "bench/sleep:1", command: []string{"sleep", "3600"}, run: e.run}.nodePods(node, "idle", e.idlePods)
+	values, err := podSpec{image: rt.image, command: []string{"sleep", "3600"}, run: e.run}.nodePods(node, "idle", e.idlePods)
 	if err != nil {
 		return err
 	}
@@ -101,22 +169,19 @@ func benchIdle(ctx context.Context, e *env) error {
 	if err := measure(e.idlePods); err != nil {
 		return err
 	}
-	t.note("`actorlet --node-name %s --root-dir <tmp> --nats-port <free> --healthz-port 0 --cgroups-per-qos=false`: embedded NATS and the embedded process runtime, defaults otherwise (relist 1 s, heartbeat 10 s, sync 1 min)", node)
-	t.note("agent CPU: utime+stime of the agent process from /proc/<pid>/stat over the window; RSS: the largest VmRSS sampled each second; pods run `sleep 3600`")
-	t.note("not counted: the per-container shim processes (each a re-executed actorlet binary waiting on its container); the process runtime streams events, so the PLEG does not relist every second")
 	if err := c.purge(ctx, keysOf(values)); err != nil {
 		return err
 	}
 	_ = waitFor(ctx, 2*time.Minute, "idle pods removed", func() bool {
 		return w.count(func(p *podState) bool { return !p.removed.IsZero() }) >= e.idlePods
 	})
-	e.report.emit(t)
 	return nil
 }
 
-// stopIdleAgent stops the agent, then kills any container it left behind
-// (SIGTERM leaves pods running by design).
-func stopIdleAgent(cmd *exec.Cmd, root string) {
+// stopIdleAgent stops the agent, then removes any container it left behind
+// (SIGTERM leaves pods running by design): on the embedded runtime under
+// root, on containerd the benchmark's namespace.
+func stopIdleAgent(cmd *exec.Cmd, root string, containerd bool) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -126,11 +191,17 @@ func stopIdleAgent(cmd *exec.Cmd, root string) {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+	if containerd {
+		if rt, err := openContainerd(context.Background()); err == nil {
+			rt.cleanUntilGone()
+			rt.close()
+		}
+		return
+	}
 	if rt, err := procruntime.New(procruntime.Options{RootDir: filepath.Join(root, "runtime")}); err == nil {
 		rt.Destroy()
 	}
 }
-
 func connectWithin(ctx context.Context, url string, timeout time.Duration) (*client, error) {
 	deadline := time.Now().Add(timeout)
 	for {

@@ -53,6 +53,7 @@ type env struct {
 	clusterAgents, clusterPods         int
 	clusterBuses                       map[string]bool // -cluster-buses
 	window                             time.Duration   // CPU measurement window
+	logV                               int             // -v: the agents' klog verbosity
 	logPath                            string
 	machine                            string
 
@@ -80,6 +81,7 @@ func run() int {
 		clBuses    = flag.String("cluster-buses", "r1,r3,r3-kill", "buses of the cluster section, comma-separated: r1 (one server), r3 (three servers, R3 buckets), r3-kill (r3 with the desired stream's leader killed mid-apply)")
 		window     = flag.Duration("window", 60*time.Second, "CPU/RSS measurement window of the idle section (detect uses a sixth of it)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		logV       = flag.Int("v", 0, "klog verbosity of the in-process agents' log (6: every CRI call with its duration)")
 		callLimit  = flag.String("runtime-call-limit", agent.DefaultConfig().RuntimeCallLimit, "the agent's --runtime-call-limit in the start section: adaptive or fixed")
 	)
 	flag.Parse()
@@ -87,7 +89,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "-cluster-agents and -cluster-pods must be positive\n")
 		return 2
 	}
-	e := &env{runtime: *rtFlag, callLimit: *callLimit, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
+	e := &env{runtime: *rtFlag, callLimit: *callLimit, logV: *logV, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
 		clusterAgents: *clAgents, clusterPods: *clPods,
 		run: strconv.FormatInt(time.Now().Unix(), 36)}
 	e.clusterBuses = map[string]bool{}
@@ -194,7 +196,7 @@ func (e *env) setUp(ctx context.Context) error {
 	if e.dir, err = os.MkdirTemp("", "actorlet-bench-"); err != nil {
 		return fmt.Errorf("create the scratch directory: %w", err)
 	}
-	if e.logPath, err = quietKlog(e.run); err != nil {
+	if e.logPath, err = quietKlog(e.run, e.logV); err != nil {
 		return err
 	}
 	if e.nats, err = startNATS(e.dir); err != nil {
