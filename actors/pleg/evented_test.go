@@ -434,3 +434,60 @@ func TestQueuedEventsInspectEachPodOnce(t *testing.T) {
 		t.Errorf("pod u1's events = %v, want %v", got, u1)
 	}
 }
+
+// A start the pod's own sync already read back (the cache shows the
+// container running, read after the event was sent) costs no inspection,
+// and is still reported; one the cache does not show yet, one read before
+// the event, and an event without a time are inspected.
+func TestStartAlreadyCachedIsNotInspected(t *testing.T) {
+	cfg, fake, lister, _ := newTestConfig()
+	stream := newStreamingRuntime(fake)
+	cfg.CRI = stream
+	rec := spawnPLEG(t, cfg)
+	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
+
+	running := func(uid types.UID, id string) *cri.PodStatus {
+		return &cri.PodStatus{ID: uid, ContainerStatuses: []*cri.ContainerStatus{{ID: id, State: cri.ContainerStateRunning}}}
+	}
+	sent := t0.Add(time.Second)
+	start := func(uid, id string, at time.Time) *runtimeapi.ContainerEventResponse {
+		ev := containerEvent(uid, id, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
+		ev.CreatedAt = 0
+		if !at.IsZero() {
+			ev.CreatedAt = at.UnixNano()
+		}
+		return ev
+	}
+	cases := []struct {
+		uid, id string
+		cached  *cri.PodStatus
+		readAt  time.Time
+		sentAt  time.Time
+		inspect bool
+	}{
+		{uid: "u1", id: "c1", cached: running("u1", "c1"), readAt: sent.Add(time.Millisecond), sentAt: sent, inspect: false},
+		{uid: "u2", id: "c2", cached: running("u2", "c2"), readAt: sent.Add(-time.Millisecond), sentAt: sent, inspect: true},
+		{uid: "u3", id: "c3", cached: running("u3", "other"), readAt: sent.Add(time.Millisecond), sentAt: sent, inspect: true},
+		{uid: "u4", id: "c4", cached: running("u4", "c4"), readAt: sent.Add(time.Millisecond), inspect: true}, // no time
+		{uid: "u5", id: "c5", sentAt: sent, inspect: true},                                                      // nothing cached
+	}
+	for _, c := range cases {
+		if c.cached != nil {
+			cfg.Cache.Observed(types.UID(c.uid), c.cached, c.readAt)
+		}
+		stream.events <- start(c.uid, c.id, c.sentAt)
+	}
+	eventually(t, wait, "every start reported", func() bool {
+		for _, c := range cases {
+			if !rec.hasEvent(messages.PodLifecycleEvent{PodUID: types.UID(c.uid), Type: messages.ContainerStarted, ContainerID: c.id}) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, c := range cases {
+		if got := lister.statusCallsOf(types.UID(c.uid)) > 0; got != c.inspect {
+			t.Errorf("pod %s: inspected %v, want %v", c.uid, got, c.inspect)
+		}
+	}
+}
