@@ -44,8 +44,8 @@ type client struct {
 	status  jetstream.KeyValue
 }
 
-func dialBus(ctx context.Context, url string) (*client, error) {
-	conn, err := bus.Connect(ctx, bus.Options{URL: url, Name: "actorlet-bench"})
+func dialBus(ctx context.Context, url, creds string) (*client, error) {
+	conn, err := bus.Connect(ctx, bus.Options{URL: url, CredsFile: creds, Name: "actorlet-bench"})
 	if err != nil {
 		return nil, err
 	}

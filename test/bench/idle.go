@@ -98,7 +98,9 @@ func idleOn(ctx context.Context, e *env, bin, node string, rt idleRuntime, t *ta
 	pid := strconv.Itoa(cmd.Process.Pid)
 	defer stopIdleAgent(cmd, root, rt.pid != "")
 
-	c, err := connectWithin(ctx, fmt.Sprintf("nats://127.0.0.1:%d", port), 30*time.Second)
+	// The embedded server is authenticated (docs/security.md): the agent
+	// writes the admin's credentials under its root, as make run does.
+	c, err := connectWithin(ctx, fmt.Sprintf("nats://127.0.0.1:%d", port), filepath.Join(root, "auth", "admin.creds"), 30*time.Second)
 	if err != nil {
 		return err
 	}
@@ -202,10 +204,10 @@ func stopIdleAgent(cmd *exec.Cmd, root string, containerd bool) {
 		rt.Destroy()
 	}
 }
-func connectWithin(ctx context.Context, url string, timeout time.Duration) (*client, error) {
+func connectWithin(ctx context.Context, url, creds string, timeout time.Duration) (*client, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		c, err := dialBus(ctx, url)
+		c, err := dialBus(ctx, url, creds)
 		if err == nil {
 			return c, nil
 		}

@@ -203,7 +203,7 @@ func (e *env) setUp(ctx context.Context) error {
 		return err
 	}
 	e.natsURL = e.nats.ClientURL()
-	e.bus, err = dialBus(ctx, e.natsURL)
+	e.bus, err = dialBus(ctx, e.natsURL, "")
 	return err
 }
 
