@@ -81,15 +81,6 @@ func (c *Cache) Get(uid types.UID) (*cri.PodStatus, error) {
 	return c.getLocked(uid)
 }
 
-// Shows reports whether the pod's entry was read, without an error, after
-// since and satisfies check.
-func (c *Cache) Shows(uid types.UID, since time.Time, check func(*cri.PodStatus) bool) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.pods[uid]
-	return ok && e.err == nil && e.status != nil && e.modified.After(since) && check(e.status)
-}
-
 // GetNewerThan blocks until the pod's entry, or the cache as a whole, is
 // newer than minTime, then returns like Get. It returns ctx's error when
 // ctx ends first.

@@ -3,10 +3,8 @@ package pleg
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
@@ -123,8 +121,6 @@ type podEvent struct {
 func (p *plegActor) handleContainerEvents(ctx context.Context, batch []*runtimeapi.ContainerEventResponse) []messages.PodLifecycleEvent {
 	var pods []podEvent // one per pod to inspect, in order of arrival
 	seen := map[types.UID]bool{}
-	starts := map[types.UID][]*runtimeapi.ContainerEventResponse{}
-	others := map[types.UID]bool{} // a pod with an event other than a start
 	var out []messages.PodLifecycleEvent
 	for _, ev := range batch {
 		pe, ok := p.readContainerEvent(ev)
@@ -135,18 +131,10 @@ func (p *plegActor) handleContainerEvents(ctx context.Context, batch []*runtimea
 			seen[pe.uid] = true
 			pods = append(pods, pe)
 		}
-		if ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT {
-			starts[pe.uid] = append(starts[pe.uid], ev)
-		} else {
-			others[pe.uid] = true
-		}
 		if pe.event != nil {
 			out = append(out, *pe.event)
 		}
 	}
-	pods = slices.DeleteFunc(pods, func(pe podEvent) bool {
-		return !others[pe.uid] && p.cachedStarts(pe.uid, starts[pe.uid])
-	})
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, inspectParallel)
 	for _, pe := range pods {
@@ -162,52 +150,6 @@ func (p *plegActor) handleContainerEvents(ctx context.Context, batch []*runtimea
 		return nil
 	}
 	return out
-}
-
-// cachedStarts reports whether the cache already shows what a pod's start
-// events report: an entry read after the newest of them was sent, in which
-// every sandbox they name is ready and every container running. That is
-// the pod's own sync reading back what it just started, which lands before
-// the runtime's event most of the time; reading the pod again would only
-// repeat it (the kubelet's evented PLEG likewise drops an event older than
-// the cached status). An event without a time is always inspected.
-func (p *plegActor) cachedStarts(uid types.UID, starts []*runtimeapi.ContainerEventResponse) bool {
-	if len(starts) == 0 {
-		return false
-	}
-	var newest int64
-	for _, ev := range starts {
-		if ev.GetCreatedAt() <= 0 {
-			return false
-		}
-		newest = max(newest, ev.GetCreatedAt())
-	}
-	return p.cfg.Cache.Shows(uid, time.Unix(0, newest), func(s *cri.PodStatus) bool {
-		for _, ev := range starts {
-			if !showsStarted(s, ev.GetContainerId(), ev.GetPodSandboxStatus().GetId()) {
-				return false
-			}
-		}
-		return true
-	})
-}
-
-// showsStarted reports whether s holds container id running, or, when id
-// is the sandbox's, the sandbox ready.
-func showsStarted(s *cri.PodStatus, id, sandboxID string) bool {
-	if id == "" {
-		return false
-	}
-	if id == sandboxID {
-		for _, ss := range s.SandboxStatuses {
-			if ss.GetId() == id {
-				return ss.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
-			}
-		}
-		return false
-	}
-	c := s.FindContainerStatusByID(id)
-	return c != nil && c.State == cri.ContainerStateRunning
 }
 
 // inspect reads a pod from the runtime into the cache.
