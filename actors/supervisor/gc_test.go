@@ -56,9 +56,7 @@ func TestContainerStartedSkipsCollectionWhenNothingIsDead(t *testing.T) {
 // kill removes all of it.
 func TestContainerDiedOfARemovedPodLeavesCollectionToCleanup(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	release := h.rt.Hold(fake.OpKillPod)
 	defer release()
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})

@@ -202,3 +202,13 @@ func finished(h *harness, uid types.UID) bool {
 	d := h.describe(uid)
 	return d.Found && d.WorkType == messages.TerminatedWork && !d.Working
 }
+
+// addSynced adds pod uid (named as its UID, created at 1 s) and waits for
+// its first sync; it returns the pod.
+func (h *harness) addSynced(uid string) *v1.Pod {
+	h.t.Helper()
+	p := newPod(uid, uid, 1)
+	h.add(p)
+	eventually(h.t, uid+" synced", func() bool { return h.syncsOf(types.UID(uid)) > 0 })
+	return p
+}

@@ -75,9 +75,7 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 
 func TestDeleteStartsGracefulTermination(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 7)}, Source: messages.SourceRemote})
 	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
 	if g := h.killsOf("a")[0].Grace; g == nil || *g != 7 {
@@ -93,9 +91,7 @@ func TestDeleteStartsGracefulTermination(t *testing.T) {
 // its worker finished, without waiting for housekeeping.
 func TestRemoveKillsForgetsAndPurgesAtOnce(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
 	eventually(t, "probes unregistered", func() bool { return len(actortest.Of[*messages.PodForgotten](h.prober)) >= 1 })
@@ -251,9 +247,7 @@ func TestStaticPodsRunOnePerFullNameFirstComeFirstServed(t *testing.T) {
 
 func TestPodAddedAgainWhileTerminatingRestartsAfterPurge(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	release := h.rt.Hold(fake.OpKillPod)
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "kill in flight", func() bool { return len(h.killsOf("a")) == 1 })
@@ -420,9 +414,7 @@ func TestRemovingARejectedPodDropsItsStatus(t *testing.T) {
 // after the pod was forgotten: it must not bring the pod's status back.
 func TestLateStatusAfterPurgeIsDropped(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	// The removed pod's final status is not published, whether it arrives
 	// before or after the purge: the pod is gone from its source and must
@@ -509,9 +501,7 @@ func TestFinishedPodRemovedAndAddedAgainRunsAfterCleanup(t *testing.T) {
 // new run.
 func TestPodAddedAgainWhileStoppingIsForgottenBeforeItRunsAgain(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "first sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	release := h.rt.Hold(fake.OpKillPod)
 	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 30)}, Source: messages.SourceRemote})
 	eventually(t, "kill in flight", func() bool { return len(h.killsOf("a")) == 1 })
