@@ -16,8 +16,7 @@ import (
 // container dying, so waiting for a death would keep it forever.
 func TestContainerStartedRemovesDeadContainersAndSandboxes(t *testing.T) {
 	h := newHarness(t, nil)
-	h.addRunning("a")
-	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	h.addRunningSynced("a")
 	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerStarted, ContainerID: "c1"})
 	eventually(t, "dead containers and sandboxes removed", func() bool {
 		c := h.rt.Calls(fake.OpRemoveDeadContainers)
