@@ -9,10 +9,20 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// drive runs a closed loop of n calls against g: every call runs with the
-// limit's worth of calls in flight and takes latency(inFlight), the clock
-// advancing by it. It returns every limit g set, in order.
-func drive(g *Gradient, clk *clocktesting.FakeClock, n int, verb string, latency func(inFlight int) time.Duration) []int {
+// withFakeClock gives g a fake clock and returns both.
+func withFakeClock(g *Gradient) (*Gradient, *clocktesting.FakeClock) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	g.Clock = clk
+	return g, clk
+}
+
+// drive runs a closed loop of n calls against g (its clock a fake clock):
+// every call runs with the limit's worth of calls in flight and takes
+// latency(inFlight), the clock advancing by it. Every limit g sets must be
+// within 1..g.Max; it returns them, in order.
+func drive(t *testing.T, g *Gradient, n int, verb string, latency func(inFlight int) time.Duration) []int {
+	t.Helper()
+	clk := g.Clock.(*clocktesting.FakeClock)
 	var limits []int
 	for i := 0; i < n; i++ {
 		in := g.Limit()
@@ -20,27 +30,26 @@ func drive(g *Gradient, clk *clocktesting.FakeClock, n int, verb string, latency
 		clk.Step(d)
 		limits = append(limits, g.Observe(verb, d, in))
 	}
-	return limits
-}
-
-func checkBounds(t *testing.T, g *Gradient, limits []int) {
-	t.Helper()
 	for i, l := range limits {
 		if l < 1 || l > g.Max {
 			t.Fatalf("limit %d after sample %d, want 1..%d", l, i, g.Max)
 		}
 	}
+	return limits
+}
+
+// flat is a latency of d whatever is in flight.
+func flat(d time.Duration) func(int) time.Duration {
+	return func(int) time.Duration { return d }
 }
 
 // Under flat latency the limit grows to the cap and stays there.
 func TestGradientGrowsToCapUnderFlatLatency(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	g := &Gradient{Max: 16, Clock: clk}
+	g, _ := withFakeClock(&Gradient{Max: 16})
 	if g.Limit() != 2 {
 		t.Fatalf("initial limit %d, want 2", g.Limit())
 	}
-	limits := drive(g, clk, 500, "StartContainer", func(int) time.Duration { return 10 * time.Millisecond })
-	checkBounds(t, g, limits)
+	drive(t, g, 500, "StartContainer", flat(10*time.Millisecond))
 	if got := g.Limit(); got != 16 {
 		t.Fatalf("limit %d after 500 flat samples, want the cap 16", got)
 	}
@@ -49,8 +58,7 @@ func TestGradientGrowsToCapUnderFlatLatency(t *testing.T) {
 // A runtime that serializes past 4 calls (latency grows with what is in
 // flight beyond 4) holds the limit near 4, not at the cap nor at 1.
 func TestGradientSettlesAtTheKnee(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	g := &Gradient{Max: 32, Clock: clk}
+	g, _ := withFakeClock(&Gradient{Max: 32})
 	knee := func(in int) time.Duration {
 		d := 10 * time.Millisecond
 		if in > 4 {
@@ -58,8 +66,7 @@ func TestGradientSettlesAtTheKnee(t *testing.T) {
 		}
 		return d
 	}
-	limits := drive(g, clk, 2000, "RunPodSandbox", knee)
-	checkBounds(t, g, limits)
+	limits := drive(t, g, 2000, "RunPodSandbox", knee)
 	tail := limits[len(limits)-200:]
 	lo, hi := tail[0], tail[0]
 	for _, l := range tail {
@@ -73,14 +80,12 @@ func TestGradientSettlesAtTheKnee(t *testing.T) {
 // Latency that keeps rising whatever the limit drives it down to 1, and
 // never below.
 func TestGradientBacksOffUnderRisingLatency(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	g := &Gradient{Max: 16, Initial: 16, MinWindow: time.Hour, Clock: clk}
+	g, _ := withFakeClock(&Gradient{Max: 16, Initial: 16, MinWindow: time.Hour})
 	d := 10 * time.Millisecond
-	limits := drive(g, clk, 200, "CreateContainer", func(int) time.Duration {
+	drive(t, g, 200, "CreateContainer", func(int) time.Duration {
 		d = d * 103 / 100 // 3.7 s by the 200th call
 		return d
 	})
-	checkBounds(t, g, limits)
 	if got := g.Limit(); got != 1 {
 		t.Fatalf("limit %d under ever-rising latency, want 1", got)
 	}
@@ -89,8 +94,7 @@ func TestGradientBacksOffUnderRisingLatency(t *testing.T) {
 // Windows in which the limit was never reached carry no evidence that more
 // would be served as fast: the limit holds.
 func TestGradientDoesNotGrowUnsaturated(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	g := &Gradient{Max: 16, Initial: 4, Clock: clk}
+	g, clk := withFakeClock(&Gradient{Max: 16, Initial: 4})
 	for i := 0; i < 100; i++ {
 		clk.Step(10 * time.Millisecond)
 		g.Observe("StartContainer", 10*time.Millisecond, 1)
@@ -104,17 +108,14 @@ func TestGradientDoesNotGrowUnsaturated(t *testing.T) {
 // limit down, and once the old minimum has aged out (two MinWindows) the
 // slower speed is the new unloaded one and the limit grows again.
 func TestGradientRelearnsASlowerRuntime(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	g := &Gradient{Max: 8, Initial: 8, MinWindow: 10 * time.Second, Clock: clk}
-	drive(g, clk, 100, "StartContainer", func(int) time.Duration { return 10 * time.Millisecond })
-	slow := drive(g, clk, 50, "StartContainer", func(int) time.Duration { return 30 * time.Millisecond })
-	checkBounds(t, g, slow)
+	g, clk := withFakeClock(&Gradient{Max: 8, Initial: 8, MinWindow: 10 * time.Second})
+	drive(t, g, 100, "StartContainer", flat(10*time.Millisecond))
+	drive(t, g, 50, "StartContainer", flat(30*time.Millisecond))
 	if got := g.Limit(); got >= 8 {
 		t.Fatalf("limit %d after the runtime tripled its latency, want it lowered", got)
 	}
 	clk.Step(25 * time.Second)
-	after := drive(g, clk, 500, "StartContainer", func(int) time.Duration { return 30 * time.Millisecond })
-	checkBounds(t, g, after)
+	drive(t, g, 500, "StartContainer", flat(30*time.Millisecond))
 	if got := g.Limit(); got != 8 {
 		t.Fatalf("limit %d long after the runtime settled at its slower speed, want the cap 8", got)
 	}
@@ -123,8 +124,7 @@ func TestGradientRelearnsASlowerRuntime(t *testing.T) {
 // Verbs are measured against their own unloaded latency: a slow sandbox
 // start next to fast container starts is not load.
 func TestGradientComparesEachVerbToItself(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	g := &Gradient{Max: 12, Clock: clk}
+	g, clk := withFakeClock(&Gradient{Max: 12})
 	for i := 0; i < 600; i++ {
 		in := g.Limit()
 		verb, d := "StartContainer", 5*time.Millisecond
@@ -181,17 +181,15 @@ func TestLimitAdaptiveAdmitsAsTheLimitGrows(t *testing.T) {
 // One stalled call per window (a shared machine's hiccup) does not move
 // the limit: the window's median decides.
 func TestGradientIgnoresAnOutlierPerWindow(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	g := &Gradient{Max: 16, Clock: clk}
+	g, _ := withFakeClock(&Gradient{Max: 16})
 	i := 0
-	limits := drive(g, clk, 1000, "StartContainer", func(int) time.Duration {
+	drive(t, g, 1000, "StartContainer", func(int) time.Duration {
 		i++
 		if i%5 == 0 {
 			return time.Second
 		}
 		return 10 * time.Millisecond
 	})
-	checkBounds(t, g, limits)
 	if got := g.Limit(); got != 16 {
 		t.Fatalf("limit %d with one call in five stalling, want the cap 16", got)
 	}

@@ -174,32 +174,30 @@ func (c *Client) Endpoint() string { return c.endpoint }
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-func (c *Client) ctx(parent context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, c.timeout)
-}
-
-func (c *Client) longCtx(parent context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(parent, c.longTimeout)
-}
-
-// Version returns the runtime name, version and API version.
-func (c *Client) Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error) {
-	ctx, cancel := c.ctx(ctx)
+// unary makes one CRI call with a deadline of timeout (within ctx's) and
+// wraps its error as "<format, args>: <error>".
+func unary[Req, Resp any](ctx context.Context, timeout time.Duration, call func(context.Context, Req, ...grpc.CallOption) (Resp, error),
+	req Req, format string, args ...any) (Resp, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{Version: apiVersion})
+	resp, err := call(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("Version: %w", err)
+		var zero Resp
+		return zero, fmt.Errorf(format+": %w", append(args, err)...)
 	}
 	return resp, nil
 }
 
+// Version returns the runtime name, version and API version.
+func (c *Client) Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error) {
+	return unary(ctx, c.timeout, c.rt.Version, &runtimeapi.VersionRequest{Version: apiVersion}, "Version")
+}
+
 // Status returns the runtime's conditions.
 func (c *Client) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: verbose})
+	resp, err := unary(ctx, c.timeout, c.rt.Status, &runtimeapi.StatusRequest{Verbose: verbose}, "Status")
 	if err != nil {
-		return nil, fmt.Errorf("Status: %w", err)
+		return nil, err
 	}
 	if resp.GetStatus() == nil {
 		return nil, errors.New("Status: runtime returned no status")
@@ -313,11 +311,10 @@ func eofAsUnexpected(err error) error {
 
 // RunPodSandbox creates and starts a pod sandbox and returns its ID.
 func (c *Client) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
-	ctx, cancel := c.longCtx(ctx)
-	defer cancel()
-	resp, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler})
+	resp, err := unary(ctx, c.longTimeout, c.rt.RunPodSandbox, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler},
+		"RunPodSandbox %q", sandboxName(config))
 	if err != nil {
-		return "", fmt.Errorf("RunPodSandbox %q: %w", sandboxName(config), err)
+		return "", err
 	}
 	if resp.GetPodSandboxId() == "" {
 		return "", fmt.Errorf("RunPodSandbox %q: runtime returned an empty sandbox ID", sandboxName(config))
@@ -327,57 +324,37 @@ func (c *Client) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandbo
 
 // StopPodSandbox stops the sandbox and all its containers.
 func (c *Client) StopPodSandbox(ctx context.Context, podSandboxID string) error {
-	ctx, cancel := c.longCtx(ctx)
-	defer cancel()
-	if _, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: podSandboxID}); err != nil {
-		return fmt.Errorf("StopPodSandbox %q: %w", podSandboxID, err)
-	}
-	return nil
+	_, err := unary(ctx, c.longTimeout, c.rt.StopPodSandbox, &runtimeapi.StopPodSandboxRequest{PodSandboxId: podSandboxID}, "StopPodSandbox %q", podSandboxID)
+	return err
 }
 
 // RemovePodSandbox removes the sandbox and all its containers.
 func (c *Client) RemovePodSandbox(ctx context.Context, podSandboxID string) error {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	if _, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podSandboxID}); err != nil {
-		return fmt.Errorf("RemovePodSandbox %q: %w", podSandboxID, err)
-	}
-	return nil
+	_, err := unary(ctx, c.timeout, c.rt.RemovePodSandbox, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: podSandboxID}, "RemovePodSandbox %q", podSandboxID)
+	return err
 }
 
 // PodSandboxStatus returns the runtime's answer as-is.
 func (c *Client) PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: podSandboxID, Verbose: verbose})
-	if err != nil {
-		return nil, fmt.Errorf("PodSandboxStatus %q: %w", podSandboxID, err)
-	}
-	return resp, nil
+	return unary(ctx, c.timeout, c.rt.PodSandboxStatus, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: podSandboxID, Verbose: verbose},
+		"PodSandboxStatus %q", podSandboxID)
 }
 
 // ListPodSandbox lists the sandboxes matching filter (nil: all).
 func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
-	if err != nil {
-		return nil, fmt.Errorf("ListPodSandbox: %w", err)
-	}
-	return resp.GetItems(), nil
+	resp, err := unary(ctx, c.timeout, c.rt.ListPodSandbox, &runtimeapi.ListPodSandboxRequest{Filter: filter}, "ListPodSandbox")
+	return resp.GetItems(), err
 }
 
 // CreateContainer creates a container in the sandbox and returns its ID.
 func (c *Client) CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+	resp, err := unary(ctx, c.timeout, c.rt.CreateContainer, &runtimeapi.CreateContainerRequest{
 		PodSandboxId:  podSandboxID,
 		Config:        config,
 		SandboxConfig: sandboxConfig,
-	})
+	}, "CreateContainer %q in sandbox %q", config.GetMetadata().GetName(), podSandboxID)
 	if err != nil {
-		return "", fmt.Errorf("CreateContainer %q in sandbox %q: %w", config.GetMetadata().GetName(), podSandboxID, err)
+		return "", err
 	}
 	if resp.GetContainerId() == "" {
 		return "", fmt.Errorf("CreateContainer %q in sandbox %q: runtime returned an empty container ID", config.GetMetadata().GetName(), podSandboxID)
@@ -387,12 +364,8 @@ func (c *Client) CreateContainer(ctx context.Context, podSandboxID string, confi
 
 // StartContainer starts a created container.
 func (c *Client) StartContainer(ctx context.Context, containerID string) error {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	if _, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: containerID}); err != nil {
-		return fmt.Errorf("StartContainer %q: %w", containerID, err)
-	}
-	return nil
+	_, err := unary(ctx, c.timeout, c.rt.StartContainer, &runtimeapi.StartContainerRequest{ContainerId: containerID}, "StartContainer %q", containerID)
+	return err
 }
 
 // StopContainer stops a container, sending SIGKILL after timeout seconds
@@ -400,31 +373,22 @@ func (c *Client) StartContainer(ctx context.Context, containerID string) error {
 // The call's own deadline leaves the runtime the whole grace period.
 func (c *Client) StopContainer(ctx context.Context, containerID string, timeout int64) error {
 	timeout = seconds.Clamp(timeout)
-	ctx, cancel := context.WithTimeout(ctx, c.timeout+seconds.Duration(timeout))
-	defer cancel()
-	if _, err := c.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: containerID, Timeout: timeout}); err != nil {
-		return fmt.Errorf("StopContainer %q: %w", containerID, err)
-	}
-	return nil
+	_, err := unary(ctx, c.timeout+seconds.Duration(timeout), c.rt.StopContainer, &runtimeapi.StopContainerRequest{ContainerId: containerID, Timeout: timeout},
+		"StopContainer %q", containerID)
+	return err
 }
 
 // RemoveContainer removes a container, stopping it first if it runs.
 func (c *Client) RemoveContainer(ctx context.Context, containerID string) error {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	if _, err := c.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: containerID}); err != nil {
-		return fmt.Errorf("RemoveContainer %q: %w", containerID, err)
-	}
-	return nil
+	_, err := unary(ctx, c.timeout, c.rt.RemoveContainer, &runtimeapi.RemoveContainerRequest{ContainerId: containerID}, "RemoveContainer %q", containerID)
+	return err
 }
 
 // ListContainers lists the containers matching filter (nil: all).
 func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
+	resp, err := unary(ctx, c.timeout, c.rt.ListContainers, &runtimeapi.ListContainersRequest{Filter: filter}, "ListContainers")
 	if err != nil {
-		return nil, fmt.Errorf("ListContainers: %w", err)
+		return nil, err
 	}
 	return c.exits.list(resp.GetContainers(), filter.GetState() != nil && filter.GetState().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING), nil
 }
@@ -433,11 +397,10 @@ func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.Containe
 // whose exit containerd's event service reported and CRI does not show yet
 // (taskExits).
 func (c *Client) ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: containerID, Verbose: verbose})
+	resp, err := unary(ctx, c.timeout, c.rt.ContainerStatus, &runtimeapi.ContainerStatusRequest{ContainerId: containerID, Verbose: verbose},
+		"ContainerStatus %q", containerID)
 	if err != nil {
-		return nil, fmt.Errorf("ContainerStatus %q: %w", containerID, err)
+		return nil, err
 	}
 	if resp.GetStatus() != nil {
 		c.exits.status(resp.GetStatus())
@@ -453,15 +416,14 @@ func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string,
 	if timeout > 0 {
 		callTimeout += timeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
 	secs := int64(timeout / time.Second)
 	if timeout > 0 && timeout%time.Second != 0 {
 		secs++ // CRI counts whole seconds; never round a timeout down to "none"
 	}
-	resp, err := c.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: secs})
+	resp, err := unary(ctx, callTimeout, c.rt.ExecSync, &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: secs},
+		"ExecSync %v in %q", cmd, containerID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ExecSync %v in %q: %w", cmd, containerID, err)
+		return nil, nil, err
 	}
 	if resp.ExitCode != 0 {
 		return resp.Stdout, resp.Stderr, &ExitError{Code: resp.ExitCode, Stdout: resp.Stdout, Stderr: resp.Stderr}
@@ -471,11 +433,10 @@ func (c *Client) ExecSync(ctx context.Context, containerID string, cmd []string,
 
 // PullImage pulls the image and returns its reference (image ID).
 func (c *Client) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
-	ctx, cancel := c.longCtx(ctx)
-	defer cancel()
-	resp, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: podSandboxConfig})
+	resp, err := unary(ctx, c.longTimeout, c.img.PullImage, &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: podSandboxConfig},
+		"PullImage %q", image.GetImage())
 	if err != nil {
-		return "", fmt.Errorf("PullImage %q: %w", image.GetImage(), err)
+		return "", err
 	}
 	if resp.GetImageRef() == "" {
 		return "", fmt.Errorf("PullImage %q: runtime returned an empty image reference", image.GetImage())
@@ -486,58 +447,32 @@ func (c *Client) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, aut
 // ImageStatus returns the runtime's answer as-is; Image is nil when the
 // image is not present.
 func (c *Client) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image, Verbose: verbose})
-	if err != nil {
-		return nil, fmt.Errorf("ImageStatus %q: %w", image.GetImage(), err)
-	}
-	return resp, nil
+	return unary(ctx, c.timeout, c.img.ImageStatus, &runtimeapi.ImageStatusRequest{Image: image, Verbose: verbose}, "ImageStatus %q", image.GetImage())
 }
 
 // ListImages lists the images matching filter (nil: all).
 func (c *Client) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.img.ListImages(ctx, &runtimeapi.ListImagesRequest{Filter: filter})
-	if err != nil {
-		return nil, fmt.Errorf("ListImages: %w", err)
-	}
-	return resp.GetImages(), nil
+	resp, err := unary(ctx, c.timeout, c.img.ListImages, &runtimeapi.ListImagesRequest{Filter: filter}, "ListImages")
+	return resp.GetImages(), err
 }
 
 // RemoveImage removes the image; removing an absent image is not an error.
 func (c *Client) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	if _, err := c.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image}); err != nil {
-		return fmt.Errorf("RemoveImage %q: %w", image.GetImage(), err)
-	}
-	return nil
+	_, err := unary(ctx, c.timeout, c.img.RemoveImage, &runtimeapi.RemoveImageRequest{Image: image}, "RemoveImage %q", image.GetImage())
+	return err
 }
 
 // ImageFsInfo returns the runtime's image (and container) filesystems
 // and their usage.
 func (c *Client) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("ImageFsInfo: %w", err)
-	}
-	return resp, nil
+	return unary(ctx, c.timeout, c.img.ImageFsInfo, &runtimeapi.ImageFsInfoRequest{}, "ImageFsInfo")
 }
 
 // ListContainerStats returns the containers' usage (memory working set,
 // writable layer) with their labels.
 func (c *Client) ListContainerStats(ctx context.Context) ([]*runtimeapi.ContainerStats, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("ListContainerStats: %w", err)
-	}
-	return resp.GetStats(), nil
+	resp, err := unary(ctx, c.timeout, c.rt.ListContainerStats, &runtimeapi.ListContainerStatsRequest{}, "ListContainerStats")
+	return resp.GetStats(), err
 }
 
 func sandboxName(config *runtimeapi.PodSandboxConfig) string {

@@ -66,30 +66,26 @@ func (f *containerd16) ListContainers(_ context.Context, r *runtimeapi.ListConta
 }
 
 func (f *containerd16) Subscribe(_ *eventsapi.SubscribeRequest, stream eventsapi.Events_SubscribeServer) error {
-	for {
-		select {
-		case env := <-f.events:
-			if err := stream.Send(env); err != nil {
-				return err
-			}
-		case <-stream.Context().Done():
-			return stream.Context().Err()
-		}
-	}
+	return forward(stream.Context(), f.events, stream.Send)
 }
 
 func (f *containerd16) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream runtimeapi.RuntimeService_GetContainerEventsServer) error {
 	if f.cri == nil {
 		return status.Error(codes.Unimplemented, "method GetContainerEvents not implemented")
 	}
+	return forward(stream.Context(), f.cri, stream.Send)
+}
+
+// forward sends what arrives on ch with send until send fails or ctx ends.
+func forward[T any](ctx context.Context, ch <-chan T, send func(T) error) error {
 	for {
 		select {
-		case ev := <-f.cri:
-			if err := stream.Send(ev); err != nil {
+		case v := <-ch:
+			if err := send(v); err != nil {
 				return err
 			}
-		case <-stream.Context().Done():
-			return stream.Context().Err()
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

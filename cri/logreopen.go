@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"fmt"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -18,10 +17,6 @@ var _ LogReopener = &Client{}
 
 // ReopenContainerLog asks the runtime to reopen the container's log file.
 func (c *Client) ReopenContainerLog(ctx context.Context, containerID string) error {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	if _, err := c.rt.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: containerID}); err != nil {
-		return fmt.Errorf("ReopenContainerLog %q: %w", containerID, err)
-	}
-	return nil
+	_, err := unary(ctx, c.timeout, c.rt.ReopenContainerLog, &runtimeapi.ReopenContainerLogRequest{ContainerId: containerID}, "ReopenContainerLog %q", containerID)
+	return err
 }

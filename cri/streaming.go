@@ -2,7 +2,6 @@ package cri
 
 import (
 	"context"
-	"fmt"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -21,33 +20,15 @@ var _ StreamingService = &Client{}
 
 // Exec prepares a streaming exec in a container and returns its URL.
 func (c *Client) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.Exec(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("Exec %v in %q: %w", req.GetCmd(), req.GetContainerId(), err)
-	}
-	return resp, nil
+	return unary(ctx, c.timeout, c.rt.Exec, req, "Exec %v in %q", req.GetCmd(), req.GetContainerId())
 }
 
 // Attach prepares a streaming attach to a container and returns its URL.
 func (c *Client) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.Attach(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("Attach %q: %w", req.GetContainerId(), err)
-	}
-	return resp, nil
+	return unary(ctx, c.timeout, c.rt.Attach, req, "Attach %q", req.GetContainerId())
 }
 
 // PortForward prepares a port-forward into a sandbox and returns its URL.
 func (c *Client) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	ctx, cancel := c.ctx(ctx)
-	defer cancel()
-	resp, err := c.rt.PortForward(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("PortForward %v of %q: %w", req.GetPort(), req.GetPodSandboxId(), err)
-	}
-	return resp, nil
+	return unary(ctx, c.timeout, c.rt.PortForward, req, "PortForward %v of %q", req.GetPort(), req.GetPodSandboxId())
 }

@@ -103,42 +103,29 @@ func byPriority(p1, p2 *v1.Pod) int {
 // exceedsRequests puts pods using more than they request first; a pod
 // without stats comes before one with them.
 func exceedsRequests(get func(*v1.Pod) (PodStats, bool), name v1.ResourceName, use usageFunc) cmpFunc {
-	return func(p1, p2 *v1.Pod) int {
-		s1, ok1 := get(p1)
-		s2, ok2 := get(p2)
-		if !ok1 || !ok2 {
-			return cmpBool(!ok1, !ok2)
-		}
-		e1 := resource.NewQuantity(int64(use(p1, s1)), resource.BinarySI).Cmp(*podRequest(p1, name)) > 0
-		e2 := resource.NewQuantity(int64(use(p2, s2)), resource.BinarySI).Cmp(*podRequest(p2, name)) > 0
-		return cmpBool(e1, e2)
+	exceeds := func(p *v1.Pod, s PodStats) bool {
+		return resource.NewQuantity(int64(use(p, s)), resource.BinarySI).Cmp(*podRequest(p, name)) > 0
 	}
+	return byStats(get, func(p1 *v1.Pod, s1 PodStats, p2 *v1.Pod, s2 PodStats) int {
+		return cmpBool(exceeds(p1, s1), exceeds(p2, s2))
+	})
 }
 
 // usageOverRequest puts the pod using most above its request first.
 func usageOverRequest(get func(*v1.Pod) (PodStats, bool), name v1.ResourceName, use usageFunc) cmpFunc {
-	return func(p1, p2 *v1.Pod) int {
-		s1, ok1 := get(p1)
-		s2, ok2 := get(p2)
-		if !ok1 || !ok2 {
-			return cmpBool(!ok1, !ok2)
-		}
-		u1 := resource.NewQuantity(int64(use(p1, s1)), resource.BinarySI)
-		u1.Sub(*podRequest(p1, name))
-		u2 := resource.NewQuantity(int64(use(p2, s2)), resource.BinarySI)
-		u2.Sub(*podRequest(p2, name))
-		return u2.Cmp(*u1)
+	over := func(p *v1.Pod, s PodStats) *resource.Quantity {
+		u := resource.NewQuantity(int64(use(p, s)), resource.BinarySI)
+		u.Sub(*podRequest(p, name))
+		return u
 	}
+	return byStats(get, func(p1 *v1.Pod, s1 PodStats, p2 *v1.Pod, s2 PodStats) int {
+		return over(p2, s2).Cmp(*over(p1, s1))
+	})
 }
 
 // byProcesses puts the pod running most processes first.
 func byProcesses(get func(*v1.Pod) (PodStats, bool)) cmpFunc {
-	return func(p1, p2 *v1.Pod) int {
-		s1, ok1 := get(p1)
-		s2, ok2 := get(p2)
-		if !ok1 || !ok2 {
-			return cmpBool(!ok1, !ok2)
-		}
+	return byStats(get, func(_ *v1.Pod, s1 PodStats, _ *v1.Pod, s2 PodStats) int {
 		switch {
 		case s1.Processes == s2.Processes:
 			return 0
@@ -146,6 +133,19 @@ func byProcesses(get func(*v1.Pod) (PodStats, bool)) cmpFunc {
 			return -1
 		}
 		return 1
+	})
+}
+
+// byStats compares two pods by their stats (get) with compare; a pod
+// without stats comes before one with them.
+func byStats(get func(*v1.Pod) (PodStats, bool), compare func(p1 *v1.Pod, s1 PodStats, p2 *v1.Pod, s2 PodStats) int) cmpFunc {
+	return func(p1, p2 *v1.Pod) int {
+		s1, ok1 := get(p1)
+		s2, ok2 := get(p2)
+		if !ok1 || !ok2 {
+			return cmpBool(!ok1, !ok2)
+		}
+		return compare(p1, s1, p2, s2)
 	}
 }
 

@@ -31,13 +31,7 @@ func TestCreateWaitsForFreshCacheThenSyncsAndReports(t *testing.T) {
 	if c := messagesOf[*messages.PodSyncCompleted](h)[0]; c.RequeueAfter != 0 || c.Err != "" {
 		t.Fatalf("completion = %+v, want immediate requeue without error", c)
 	}
-	// The next sync waits for a status newer than the last sync.
-	h.clock.Step(time.Second)
-	h.send(upd(messages.SyncPodSync, testPod("u1", 1, nil)))
-	eventually(t, "second sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
-	if mt := h.cache.MinTimes("u1"); len(mt) != 2 || !mt[1].Equal(time.Unix(1000, 0)) {
-		t.Fatalf("second sync minTime = %v, want the first sync's completion time", mt)
-	}
+	h.secondSyncWaitsForTheFirst()
 	if c := messagesOf[*messages.PodSyncCompleted](h)[1]; c.RequeueAfter < time.Minute || c.RequeueAfter >= 90*time.Second {
 		t.Fatalf("healthy resync requeue = %v, want in [1m, 1.5m)", c.RequeueAfter)
 	}
@@ -277,10 +271,7 @@ func TestSyncErrorRetriesInTenSecondsJittered(t *testing.T) {
 
 func TestLivenessFailureIsPassedToSyncPodUntilContainerChanges(t *testing.T) {
 	h := newHarness(t, "u1")
-	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
-	p := testPod("u1", 1, nil)
-	h.send(upd(messages.SyncPodCreate, p))
-	eventually(t, "first sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	p := h.createRunning()
 	h.send(&messages.ProbeResultChanged{PodUID: "u1", ContainerName: "app", ContainerID: "c1", Kind: messages.Liveness, Result: messages.ProbeFailure, Message: "HTTP 500"})
 	eventually(t, "sync on probe failure", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
 	if fp := h.rt.Calls(fake.OpSyncPod)[1].FailedProbes; fp["c1"] != "HTTP 500" {
@@ -498,10 +489,5 @@ func TestSyncRecordsItsOwnReadInTheCache(t *testing.T) {
 	if len(obs) != 1 || obs[0].FindContainerStatusByID("c1") == nil {
 		t.Fatalf("statuses the sync recorded in the cache = %+v, want its read after the sync", obs)
 	}
-	h.clock.Step(time.Second)
-	h.send(upd(messages.SyncPodSync, testPod("u1", 1, nil)))
-	eventually(t, "second sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
-	if mt := h.cache.MinTimes("u1"); len(mt) != 2 || !mt[1].Equal(time.Unix(1000, 0)) {
-		t.Fatalf("second sync minTime = %v, want the first sync's completion time", mt)
-	}
+	h.secondSyncWaitsForTheFirst()
 }

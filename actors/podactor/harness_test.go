@@ -15,6 +15,7 @@ import (
 
 	"github.com/actorlet/actorlet/actors/actorutil/actortest"
 	"github.com/actorlet/actorlet/actors/podactor/fake"
+	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 	"github.com/actorlet/actorlet/test/testutil"
 )
@@ -151,3 +152,27 @@ func graceOf(c fake.Call) string {
 }
 
 var errCanceled = context.Canceled
+
+// createRunning puts a running container c1 of app in the cache, creates
+// pod u1 and waits for its first sync; it returns the pod.
+func (h *harness) createRunning() *v1.Pod {
+	h.t.Helper()
+	h.cache.Set(&cri.PodStatus{ID: h.uid, ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
+	p := testPod(h.uid, 1, nil)
+	h.send(upd(messages.SyncPodCreate, p))
+	eventually(h.t, "first sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	return p
+}
+
+// secondSyncWaitsForTheFirst steps the clock and syncs again (the first
+// sync completed at 1000 s): the second sync waits for a status newer than
+// the first sync's completion.
+func (h *harness) secondSyncWaitsForTheFirst() {
+	h.t.Helper()
+	h.clock.Step(time.Second)
+	h.send(upd(messages.SyncPodSync, testPod(h.uid, 1, nil)))
+	eventually(h.t, "second sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 2 })
+	if mt := h.cache.MinTimes(h.uid); len(mt) != 2 || !mt[1].Equal(time.Unix(1000, 0)) {
+		h.t.Fatalf("second sync minTime = %v, want the first sync's completion time", mt)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/actorlet/actorlet/actors/podactor/fake"
-	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
 )
 
@@ -14,10 +13,7 @@ import (
 // and stay there while that instance runs.
 func TestLivenessFailureWithAPIContainerIDReachesSyncPod(t *testing.T) {
 	h := newHarness(t, "u1")
-	h.cache.Set(&cri.PodStatus{ID: "u1", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
-	p := testPod("u1", 1, nil)
-	h.send(upd(messages.SyncPodCreate, p))
-	eventually(t, "first sync", func() bool { return len(messagesOf[*messages.PodSyncCompleted](h)) == 1 })
+	p := h.createRunning()
 
 	h.send(&messages.ProbeResultChanged{PodUID: "u1", ContainerName: "app", ContainerID: "actorlet-process://c1",
 		Kind: messages.Liveness, Result: messages.ProbeFailure, Message: "exited with 1"})

@@ -12,8 +12,7 @@ func TestAdmitRejectsEachReason(t *testing.T) {
 	n := node{labels: map[string]string{"zone": "a"}, maxPods: 3, allocatable: v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("1Gi")}}
 	running := []*v1.Pod{withHostPort(withRequests(newPod("r1", "r1", 1), "1500m", "512Mi"), 8080)}
-	selector := newPod("p", "p", 1)
-	selector.Spec.NodeSelector = map[string]string{"zone": "b"}
+	selector := withNodeSelector(newPod("p", "p", 1), map[string]string{"zone": "b"})
 	initHeavy := newPod("p", "p", 1)
 	initHeavy.Spec.InitContainers = []v1.Container{{Name: "init", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}}
 	limitsOnly := newPod("p", "p", 1)

@@ -16,8 +16,7 @@ import (
 // container dying, so waiting for a death would keep it forever.
 func TestContainerStartedRemovesDeadContainersAndSandboxes(t *testing.T) {
 	h := newHarness(t, nil)
-	h.addRunning("a")
-	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	h.addRunningSynced("a")
 	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerStarted, ContainerID: "c1"})
 	eventually(t, "dead containers and sandboxes removed", func() bool {
 		c := h.rt.Calls(fake.OpRemoveDeadContainers)
@@ -56,9 +55,7 @@ func TestContainerStartedSkipsCollectionWhenNothingIsDead(t *testing.T) {
 // kill removes all of it.
 func TestContainerDiedOfARemovedPodLeavesCollectionToCleanup(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	release := h.rt.Hold(fake.OpKillPod)
 	defer release()
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})

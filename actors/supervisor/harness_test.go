@@ -130,6 +130,13 @@ func (h *harness) killsOf(uid types.UID) []fake.Call {
 	return out
 }
 
+// waitRejections waits until the supervisor told the status actor of n
+// rejected pods in all.
+func (h *harness) waitRejections(what string, n int) {
+	h.t.Helper()
+	eventually(h.t, what, func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == n })
+}
+
 // never checks cond stays false after the supervisor settled.
 func (h *harness) never(what string, cond func() bool) {
 	h.t.Helper()
@@ -157,6 +164,15 @@ func (h *harness) addRunning(uid string) *v1.Pod {
 	return p
 }
 
+// addRunningSynced adds a running pod uid (addRunning) and waits for its
+// sync: one, as a running pod is not synced again at once.
+func (h *harness) addRunningSynced(uid string) *v1.Pod {
+	h.t.Helper()
+	p := h.addRunning(uid)
+	eventually(h.t, uid+" synced", func() bool { return h.syncsOf(types.UID(uid)) == 1 })
+	return p
+}
+
 func newPod(uid, name string, created int64) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: name, Namespace: "default",
@@ -176,6 +192,11 @@ func jobPod(p *v1.Pod) *v1.Pod {
 func withRequests(p *v1.Pod, cpu, mem string) *v1.Pod {
 	p.Spec.Containers[0].Resources.Requests = v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse(mem)}
+	return p
+}
+
+func withNodeSelector(p *v1.Pod, sel map[string]string) *v1.Pod {
+	p.Spec.NodeSelector = sel
 	return p
 }
 
@@ -201,4 +222,25 @@ func int64p(v int64) *int64 { return &v }
 func finished(h *harness, uid types.UID) bool {
 	d := h.describe(uid)
 	return d.Found && d.WorkType == messages.TerminatedWork && !d.Working
+}
+
+// addSynced adds pod uid (named as its UID, created at 1 s) and waits for
+// its first sync; it returns the pod.
+func (h *harness) addSynced(uid string) *v1.Pod {
+	h.t.Helper()
+	p := newPod(uid, uid, 1)
+	h.add(p)
+	eventually(h.t, uid+" synced", func() bool { return h.syncsOf(types.UID(uid)) > 0 })
+	return p
+}
+
+// addFinished adds a run-once pod uid whose runtime reports it Succeeded,
+// and waits until its worker finished; it returns the pod.
+func (h *harness) addFinished(uid string) *v1.Pod {
+	h.t.Helper()
+	h.rt.SetPhase(types.UID(uid), v1.PodSucceeded)
+	p := jobPod(newPod(uid, uid, 1))
+	h.add(p)
+	eventually(h.t, uid+" finished", func() bool { return finished(h, types.UID(uid)) })
+	return p
 }

@@ -22,7 +22,7 @@ func TestAddSortsByCreationTimeBeforeAdmission(t *testing.T) {
 	newer, older := newPod("newer", "newer", 200), newPod("older", "older", 100)
 	h.add(newer, older)
 	eventually(t, "older pod synced", func() bool { return h.syncsOf("older") > 0 })
-	eventually(t, "newer rejected", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	h.waitRejections("newer rejected", 1)
 	if r := actortest.Of[*messages.PodRejected](h.status)[0]; r.Pod.UID != "newer" || r.Reason != ReasonOutOfPods {
 		t.Fatalf("rejection = %s %s, want newer OutOfpods", r.Pod.UID, r.Reason)
 	}
@@ -38,9 +38,7 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 		{"memory", func() *v1.Pod { return withRequests(newPod("big", "big", 2), "1m", "2Gi") }, "OutOfmemory"},
 		{"host ports", func() *v1.Pod { return withHostPort(newPod("big", "big", 2), 8080) }, ReasonNodePorts},
 		{"node selector", func() *v1.Pod {
-			p := newPod("big", "big", 2)
-			p.Spec.NodeSelector = map[string]string{"zone": "b"}
-			return p
+			return withNodeSelector(newPod("big", "big", 2), map[string]string{"zone": "b"})
 		}, ReasonNodeAffinity},
 		{"max pods", func() *v1.Pod { return newPod("big", "big", 2) }, ReasonOutOfPods},
 	}
@@ -57,7 +55,7 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 				h.add(newPod("second", "second", 1))
 			}
 			h.add(tc.pod())
-			eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+			h.waitRejections("rejection", 1)
 			r := actortest.Of[*messages.PodRejected](h.status)[0]
 			if r.Pod.UID != "big" || r.Reason != tc.reason || r.Message == "" {
 				t.Fatalf("rejection = %+v, want big %s", r, tc.reason)
@@ -75,9 +73,7 @@ func TestAdmissionRejectionsAreNeverRun(t *testing.T) {
 
 func TestDeleteStartsGracefulTermination(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 7)}, Source: messages.SourceRemote})
 	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
 	if g := h.killsOf("a")[0].Grace; g == nil || *g != 7 {
@@ -93,9 +89,7 @@ func TestDeleteStartsGracefulTermination(t *testing.T) {
 // its worker finished, without waiting for housekeeping.
 func TestRemoveKillsForgetsAndPurgesAtOnce(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "kill", func() bool { return len(h.killsOf("a")) == 1 })
 	eventually(t, "probes unregistered", func() bool { return len(actortest.Of[*messages.PodForgotten](h.prober)) >= 1 })
@@ -114,8 +108,7 @@ func TestRemoveKillsForgetsAndPurgesAtOnce(t *testing.T) {
 func TestReconcileDoesNotSyncOrRestart(t *testing.T) {
 	h := newHarness(t, nil)
 	// no phase change: no immediate requeue
-	p := h.addRunning("a")
-	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	p := h.addRunningSynced("a")
 	r := p.DeepCopy()
 	r.Status.Message = "status only"
 	h.send(&messages.PodUpdate{Op: messages.OpReconcile, Pods: []*v1.Pod{r}, Source: messages.SourceRemote})
@@ -136,8 +129,7 @@ func TestSetSnapshotAddsAndRemoves(t *testing.T) {
 
 func TestPLEGEventSyncsKnownPodAndContainerDiedRemovesDeadContainers(t *testing.T) {
 	h := newHarness(t, nil)
-	h.addRunning("a")
-	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	h.addRunningSynced("a")
 	h.send(&messages.PodLifecycleEvent{PodUID: "a", Type: messages.ContainerDied, ContainerID: "c1"})
 	eventually(t, "sync on event", func() bool { return h.syncsOf("a") == 2 })
 	eventually(t, "dead containers removed", func() bool {
@@ -151,8 +143,7 @@ func TestPLEGEventSyncsKnownPodAndContainerDiedRemovesDeadContainers(t *testing.
 func TestLivenessFailureIsForwardedAndSyncsThePod(t *testing.T) {
 	h := newHarness(t, nil)
 	h.cache.Set(&cri.PodStatus{ID: "a", ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", Name: "app", State: cri.ContainerStateRunning}}})
-	h.addRunning("a")
-	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	h.addRunningSynced("a")
 	h.send(&messages.ProbeResultChanged{PodUID: "a", ContainerName: "app", ContainerID: "c1", Kind: messages.Readiness, Result: messages.ProbeSuccess})
 	h.never("sync on readiness", func() bool { return h.syncsOf("a") != 1 })
 	h.send(&messages.ProbeResultChanged{PodUID: "a", ContainerName: "app", ContainerID: "c1", Kind: messages.Liveness, Result: messages.ProbeFailure, Message: "timeout"})
@@ -185,8 +176,7 @@ func TestSyncTickRequeuesDuePods(t *testing.T) {
 func TestSyncErrorIsRetriedAfterBackOff(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rt.Fail(fake.OpSyncPod, errFake)
-	h.addRunning("a")
-	eventually(t, "first sync", func() bool { return h.syncsOf("a") == 1 })
+	h.addRunningSynced("a")
 	h.clock.Step(9 * time.Second)
 	h.never("retry before 10 s", func() bool { return h.syncsOf("a") != 1 })
 	h.clock.Step(7 * time.Second)
@@ -251,9 +241,7 @@ func TestStaticPodsRunOnePerFullNameFirstComeFirstServed(t *testing.T) {
 
 func TestPodAddedAgainWhileTerminatingRestartsAfterPurge(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	release := h.rt.Hold(fake.OpKillPod)
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "kill in flight", func() bool { return len(h.killsOf("a")) == 1 })
@@ -272,9 +260,7 @@ func TestPodAddedAgainWhileTerminatingRestartsAfterPurge(t *testing.T) {
 
 func TestFinishedPodStaysDoneWhileStillListed(t *testing.T) {
 	h := newHarness(t, nil)
-	h.rt.SetPhase("a", v1.PodSucceeded)
-	h.add(jobPod(newPod("a", "a", 1)))
-	eventually(t, "finished", func() bool { return finished(h, "a") })
+	h.addFinished("a")
 	h.housekeep()
 	h.housekeep()
 	// Still desired: the worker stays finished (not purged), its terminal
@@ -347,8 +333,7 @@ func TestNodeConditionsAndDescribe(t *testing.T) {
 
 func TestUpdateDispatchesTheNewSpecToTheWorker(t *testing.T) {
 	h := newHarness(t, nil)
-	p := h.addRunning("a")
-	eventually(t, "sync", func() bool { return h.syncsOf("a") == 1 })
+	p := h.addRunningSynced("a")
 	u := p.DeepCopy()
 	u.Generation = 2
 	h.send(&messages.PodUpdate{Op: messages.OpUpdate, Pods: []*v1.Pod{u}, Source: messages.SourceRemote})
@@ -363,24 +348,21 @@ func TestUpdateDispatchesTheNewSpecToTheWorker(t *testing.T) {
 // rejected, as the kubelet never re-admits a rejected pod.
 func TestNodeLabelsChangedAdmitsNewPods(t *testing.T) {
 	h := newHarness(t, nil)
-	before := newPod("before", "before", 1)
-	before.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+	before := withNodeSelector(newPod("before", "before", 1), map[string]string{"disktype": "ssd"})
 	h.add(before)
-	eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	h.waitRejections("rejection", 1)
 	if r := actortest.Of[*messages.PodRejected](h.status)[0]; r.Reason != ReasonNodeAffinity {
 		t.Fatalf("rejection = %+v, want NodeAffinity", r)
 	}
 	h.send(&messages.NodeLabelsChanged{Labels: map[string]string{"zone": "a", "disktype": "ssd"}})
-	after := newPod("after", "after", 2)
-	after.Spec.NodeSelector = map[string]string{"disktype": "ssd", "zone": "a"}
+	after := withNodeSelector(newPod("after", "after", 2), map[string]string{"disktype": "ssd", "zone": "a"})
 	h.add(after)
 	eventually(t, "sync of the pod admitted on the new label", func() bool { return h.syncsOf("after") > 0 })
 	h.add(before) // sent again: still rejected
-	gone := newPod("gone", "gone", 3)
-	gone.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+	gone := withNodeSelector(newPod("gone", "gone", 3), map[string]string{"disktype": "ssd"})
 	h.send(&messages.NodeLabelsChanged{Labels: map[string]string{"zone": "a"}})
 	h.add(gone)
-	eventually(t, "rejection on the removed label", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 2 })
+	h.waitRejections("rejection on the removed label", 2)
 	if h.syncsOf("before") != 0 || h.syncsOf("gone") != 0 || h.syncsOf("after") == 0 {
 		t.Fatalf("syncs: before %d, gone %d, after %d", h.syncsOf("before"), h.syncsOf("gone"), h.syncsOf("after"))
 	}
@@ -390,16 +372,15 @@ func TestNodeLabelsChangedAdmitsNewPods(t *testing.T) {
 // status goes out again with the deletion, so that it is finalized at once.
 func TestDeletingARejectedPodRepublishesItsStatus(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	p.Spec.NodeSelector = map[string]string{"zone": "b"}
+	p := withNodeSelector(newPod("a", "a", 1), map[string]string{"zone": "b"})
 	h.add(p)
-	eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	h.waitRejections("rejection", 1)
 	del := p.DeepCopy()
 	now := metav1.Now()
 	grace := int64(30)
 	del.DeletionTimestamp, del.DeletionGracePeriodSeconds = &now, &grace
 	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{del}, Source: messages.SourceRemote})
-	eventually(t, "rejection with the deletion", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 2 })
+	h.waitRejections("rejection with the deletion", 2)
 	r := actortest.Of[*messages.PodRejected](h.status)[1]
 	if r.Pod.DeletionTimestamp == nil || r.Reason != ReasonNodeAffinity || r.Message == "" || h.syncsOf("a") != 0 {
 		t.Fatalf("second rejection %+v (syncs %d): want the deleting pod, NodeAffinity, a message, no sync", r, h.syncsOf("a"))
@@ -408,10 +389,9 @@ func TestDeletingARejectedPodRepublishesItsStatus(t *testing.T) {
 
 func TestRemovingARejectedPodDropsItsStatus(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	p.Spec.NodeSelector = map[string]string{"zone": "b"}
+	p := withNodeSelector(newPod("a", "a", 1), map[string]string{"zone": "b"})
 	h.add(p)
-	eventually(t, "rejection", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	h.waitRejections("rejection", 1)
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	eventually(t, "status forgotten", func() bool { return len(actortest.Of[*messages.PodForgotten](h.status)) == 1 })
 }
@@ -420,9 +400,7 @@ func TestRemovingARejectedPodDropsItsStatus(t *testing.T) {
 // after the pod was forgotten: it must not bring the pod's status back.
 func TestLateStatusAfterPurgeIsDropped(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
 	// The removed pod's final status is not published, whether it arrives
 	// before or after the purge: the pod is gone from its source and must
@@ -458,10 +436,7 @@ func TestPurgedPodsAreCleanedUpInParallel(t *testing.T) {
 // removal that follows purges it and cleans it up at once.
 func TestFinishedPodDeletedIsPublishedThenPurgedOnRemove(t *testing.T) {
 	h := newHarness(t, nil)
-	h.rt.SetPhase("a", v1.PodSucceeded)
-	p := jobPod(newPod("a", "a", 1))
-	h.add(p)
-	eventually(t, "finished", func() bool { return finished(h, "a") })
+	p := h.addFinished("a")
 	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 30)}, Source: messages.SourceRemote})
 	eventually(t, "the deletion published", func() bool {
 		for _, m := range actortest.Of[*messages.PodStatusComputed](h.status) {
@@ -485,10 +460,7 @@ func TestFinishedPodDeletedIsPublishedThenPurgedOnRemove(t *testing.T) {
 // once the removed pod's cleanup is over.
 func TestFinishedPodRemovedAndAddedAgainRunsAfterCleanup(t *testing.T) {
 	h := newHarness(t, nil)
-	h.rt.SetPhase("a", v1.PodSucceeded)
-	p := jobPod(newPod("a", "a", 1))
-	h.add(p)
-	eventually(t, "finished", func() bool { return finished(h, "a") })
+	p := h.addFinished("a")
 	release := h.rt.Hold(fake.OpCleanupPod)
 	h.rt.SetPhase("a", v1.PodRunning)
 	h.send(&messages.PodUpdate{Op: messages.OpRemove, Pods: []*v1.Pod{p}, Source: messages.SourceRemote})
@@ -509,9 +481,7 @@ func TestFinishedPodRemovedAndAddedAgainRunsAfterCleanup(t *testing.T) {
 // new run.
 func TestPodAddedAgainWhileStoppingIsForgottenBeforeItRunsAgain(t *testing.T) {
 	h := newHarness(t, nil)
-	p := newPod("a", "a", 1)
-	h.add(p)
-	eventually(t, "first sync", func() bool { return h.syncsOf("a") > 0 })
+	p := h.addSynced("a")
 	release := h.rt.Hold(fake.OpKillPod)
 	h.send(&messages.PodUpdate{Op: messages.OpDelete, Pods: []*v1.Pod{deletedPod(p, 30)}, Source: messages.SourceRemote})
 	eventually(t, "kill in flight", func() bool { return len(h.killsOf("a")) == 1 })

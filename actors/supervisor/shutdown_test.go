@@ -66,7 +66,7 @@ func TestNodeShutdownTerminatesByPriority(t *testing.T) {
 		t.Fatalf("node conditions do not say shutting down: %+v", nc)
 	}
 	h.add(newPod("late", "late", 4))
-	eventually(t, "late pod refused", func() bool { return len(actortest.Of[*messages.PodRejected](h.status)) == 1 })
+	h.waitRejections("late pod refused", 1)
 	if r := actortest.Of[*messages.PodRejected](h.status)[0]; r.Reason != ReasonNodeShutdown || r.Message != messageNodeShutdown {
 		t.Fatalf("late pod rejected with %q %q, want %q %q", r.Reason, r.Message, ReasonNodeShutdown, messageNodeShutdown)
 	}

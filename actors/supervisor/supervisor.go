@@ -91,16 +91,10 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// On a restart too: the children are stopped with the old
+		// incarnation.
 		s.stopping = true
-		s.cancel()
-		s.endLife()
-		if s.stopTicks != nil {
-			close(s.stopTicks)
-			s.stopTicks = nil
-		}
-	case *actor.Restarting:
-		s.stopping = true // children are stopped with the old incarnation
 		s.cancel()
 		s.endLife()
 		if s.stopTicks != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire"
@@ -160,12 +161,7 @@ func (c *Cluster) AdminCreds() string {
 // credentials) and returns the path of its .creds file.
 func (c *Cluster) NodeCreds(t testing.TB, node string) string {
 	t.Helper()
-	admin := c.Connect(t, "provision-"+node)
-	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
-	defer cancel()
-	if err := busauth.EnsureNodeConsumers(ctx, admin.JS, node); err != nil {
-		t.Fatalf("provision node %s: %v", node, err)
-	}
+	c.provision(t, "provision-"+node, busauth.EnsureNodeConsumers, node, "node "+node)
 	creds, err := c.Auth.IssueNode(node)
 	return saveCreds(t, c.Auth.NodeCredsPath(node), creds, err)
 }
@@ -177,14 +173,21 @@ func (c *Cluster) NodeCreds(t testing.TB, node string) string {
 // (busauth.EdgeUplinkPermissions; docs/fleet.md).
 func (c *Cluster) LeafCreds(t testing.TB, node string) string {
 	t.Helper()
-	admin := c.Connect(t, "provision-edge-"+node)
-	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
-	defer cancel()
-	if err := busauth.EnsureEdgeConsumers(ctx, admin.JS, node); err != nil {
-		t.Fatalf("provision edge %s on the hub: %v", node, err)
-	}
+	c.provision(t, "provision-edge-"+node, busauth.EnsureEdgeConsumers, node, "edge "+node+" on the hub")
 	creds, err := c.Auth.IssueEdgeUplink(node, c.opts[0].JetStreamDomain)
 	return saveCreds(t, filepath.Join(c.Auth.Dir, "leaf-"+node+".creds"), creds, err)
+}
+
+// provision creates node's consumers with ensure, through an admin
+// connection named conn; what names them in the failure.
+func (c *Cluster) provision(t testing.TB, conn string, ensure func(context.Context, jetstream.JetStream, string) error, node, what string) {
+	t.Helper()
+	admin := c.Connect(t, conn)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	if err := ensure(ctx, admin.JS, node); err != nil {
+		t.Fatalf("provision %s: %v", what, err)
+	}
 }
 
 // run starts a server; nil (after reporting with Errorf) if it failed.

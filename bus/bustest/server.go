@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
@@ -135,4 +136,14 @@ func ConnectWithProtocol(t testing.TB, s *Server) *bus.Conn {
 		t.Fatalf("ensure protocol: %v", err)
 	}
 	return c
+}
+
+// KeyValue returns bucket through js; a lookup error fails the test.
+func KeyValue(t testing.TB, js jetstream.JetStream, bucket string) jetstream.KeyValue {
+	t.Helper()
+	kv, err := js.KeyValue(t.Context(), bucket)
+	if err != nil {
+		t.Fatalf("bucket %s: %v", bucket, err)
+	}
+	return kv
 }

@@ -151,18 +151,24 @@ func (c *cli) nodeAdd(ctx context.Context, a *busauth.Authority, name, out strin
 			name, wire.ConfigMapsBucket, wire.SecretsBucket, err)
 	}
 	step("issuing its credentials")
-	creds, err := a.IssueNode(name)
-	if err != nil {
-		return err
-	}
-	if out == "" {
-		out = a.NodeCredsPath(name)
-	}
-	if err := busauth.WriteCreds(out, creds); err != nil {
+	if out, err = issueCreds(out, a.NodeCredsPath(name), func() ([]byte, error) { return a.IssueNode(name) }); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "node/%s provisioned: credentials in %s (give them to the node: --nats-creds)\n", name, out)
 	return nil
+}
+
+// issueCreds issues credentials and writes them to out, or to def when
+// out is empty; it returns the path written.
+func issueCreds(out, def string, issue func() ([]byte, error)) (string, error) {
+	creds, err := issue()
+	if err != nil {
+		return "", err
+	}
+	if out == "" {
+		out = def
+	}
+	return out, busauth.WriteCreds(out, creds)
 }
 
 // nodeRevoke revokes the node's users in the account JWT and pushes it to

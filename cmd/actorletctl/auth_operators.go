@@ -38,15 +38,8 @@ func (c *cli) addOperator(dir, name string, o operatorOptions) error {
 		return err
 	}
 	scope := busauth.OperatorScope{Namespace: *o.namespace, ReadOnly: *o.readOnly}
-	creds, err := a.IssueOperator(name, scope)
+	out, err := issueCreds(*o.out, a.OperatorCredsPath(name), func() ([]byte, error) { return a.IssueOperator(name, scope) })
 	if err != nil {
-		return err
-	}
-	out := *o.out
-	if out == "" {
-		out = a.OperatorCredsPath(name)
-	}
-	if err := busauth.WriteCreds(out, creds); err != nil {
 		return err
 	}
 	ns, role := *o.namespace, "read-write"
@@ -128,14 +121,7 @@ func (c *cli) edgeAdd(ctx context.Context, a *busauth.Authority, name, hubDomain
 	if err := busauth.EnsureEdgeConsumers(tctx, cn.js, name); err != nil {
 		return fmt.Errorf("create the hub's consumers of edge node %q (are the buckets there? actorletctl bootstrap creates them): %w", name, err)
 	}
-	creds, err := a.IssueEdgeUplink(name, hubDomain)
-	if err != nil {
-		return err
-	}
-	if out == "" {
-		out = a.EdgeUplinkCredsPath(name)
-	}
-	if err := busauth.WriteCreds(out, creds); err != nil {
+	if out, err = issueCreds(out, a.EdgeUplinkCredsPath(name), func() ([]byte, error) { return a.IssueEdgeUplink(name, hubDomain) }); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "edge node/%s provisioned: uplink credentials in %s (give them to the node: --nats-leaf-creds); list it in bootstrap --edge-nodes\n", name, out)

@@ -224,6 +224,16 @@ func decodeEntry(e jetstream.KeyValueEntry, v any) error {
 	return nil
 }
 
+// decodeOrWarn decodes the entry into v; an entry that does not decode is
+// reported as a warning (the listing goes on) and false returned.
+func (c *cli) decodeOrWarn(e jetstream.KeyValueEntry, v any) bool {
+	if err := decodeEntry(e, v); err != nil {
+		fmt.Fprintf(c.stderr, "warning: %v\n", err)
+		return false
+	}
+	return true
+}
+
 // podNode finds the node running namespace/name from the StatusBucket (keys
 // <node>.<ns>.<name>), or the desired pods if it has no status yet.
 func (c *cli) podNode(ctx context.Context, namespace, name, node string) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -120,54 +121,25 @@ func (c *cli) notFoundHint(ctx context.Context, ns, name string, notFound error)
 // gone from its node(s) (the node finished it), printing a line whenever a
 // pod's progress changes, in apply --wait's style.
 func (c *cli) waitDeleted(ctx context.Context, pods []applied) error {
-	if len(pods) == 0 {
-		return nil
-	}
-	w, statuses, err := c.watchStatuses(ctx, len(pods))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = w.Stop() }()
 	last := make([]string, len(pods))
-	current := false // the watcher delivered the current values
-	for {
-		select {
-		case <-ctx.Done():
-			var pending []string
-			for i, a := range pods {
-				if len(statuses[i]) > 0 {
-					pending = append(pending, a.pod.Name)
-				}
-			}
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("timed out waiting for pods to be gone: %s (raise --wait-timeout, see describe pod NAME, or delete again with --now)", strings.Join(pending, ", "))
-			}
-			return ctx.Err()
-		case e := <-w.Updates():
-			if e == nil {
-				current = true
-			} else {
-				c.record(pods, statuses, e.Key(), e.Value())
-			}
+	pending := func(i int, byNode map[string]*v1.Pod) string {
+		if len(byNode) > 0 {
+			return pods[i].pod.Name
 		}
-		if !current {
-			continue
-		}
-		gone := 0
-		for i, a := range pods {
-			line := fmt.Sprintf("pod/%s: gone", a.pod.Name)
-			if len(statuses[i]) > 0 {
-				line = fmt.Sprintf("pod/%s: %s", a.pod.Name, statusParts(statuses[i]))
-			} else {
-				gone++
-			}
-			if line != last[i] {
-				fmt.Fprintln(c.stdout, line)
-				last[i] = line
-			}
-		}
-		if gone == len(pods) {
-			return nil
-		}
+		return ""
 	}
+	return c.watchPods(ctx, pods, true, "timed out waiting for pods to be gone: %s (raise --wait-timeout, see describe pod NAME, or delete again with --now)", pending,
+		func(statuses []map[string]*v1.Pod) (bool, error) {
+			gone := 0
+			for i, a := range pods {
+				line := fmt.Sprintf("pod/%s: gone", a.pod.Name)
+				if len(statuses[i]) > 0 {
+					line = fmt.Sprintf("pod/%s: %s", a.pod.Name, statusParts(statuses[i]))
+				} else {
+					gone++
+				}
+				c.progress(last, i, line)
+			}
+			return gone == len(pods), nil
+		})
 }

@@ -192,11 +192,7 @@ func (c *cli) getPods(ctx context.Context, namespace, node, output string, watch
 	var rows []podRow
 	for _, e := range es {
 		var p v1.Pod
-		if err := decodeEntry(e, &p); err != nil {
-			fmt.Fprintf(c.stderr, "warning: %v\n", err)
-			continue
-		}
-		if !filter.keep(p.Name) {
+		if !c.decodeOrWarn(e, &p) || !filter.keep(p.Name) {
 			continue
 		}
 		rows = append(rows, podRow{node: wire.DecodeName(firstToken(e.Key())), pod: &p})
@@ -285,8 +281,7 @@ func (c *cli) printPodChange(e jetstream.KeyValueEntry, allNS bool, output strin
 		r.pod.Namespace, r.pod.Name, r.pod.Status.Phase = wire.DecodeName(parts[1]), wire.DecodeName(parts[2]), "Deleted"
 	} else {
 		var p v1.Pod
-		if err := decodeEntry(e, &p); err != nil {
-			fmt.Fprintf(c.stderr, "warning: %v\n", err)
+		if !c.decodeOrWarn(e, &p) {
 			return nil
 		}
 		r.pod = &p
@@ -339,11 +334,7 @@ func (c *cli) getNodes(ctx context.Context, output string, names []string) error
 	var nodes []*v1.Node
 	for _, e := range es {
 		var n v1.Node
-		if err := decodeEntry(e, &n); err != nil {
-			fmt.Fprintf(c.stderr, "warning: %v\n", err)
-			continue
-		}
-		if !filter.keep(n.Name) {
+		if !c.decodeOrWarn(e, &n) || !filter.keep(n.Name) {
 			continue
 		}
 		nodes = append(nodes, &n)

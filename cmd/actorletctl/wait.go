@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages/wire"
@@ -18,59 +17,96 @@ import (
 // state --for asks (each pod's own with --for auto: waitTarget) or one
 // failed, printing a line whenever a pod's progress changes.
 func (c *cli) waitRunning(ctx context.Context, pods []applied, forState string) error {
-	if len(pods) == 0 {
-		return nil
-	}
-	w, statuses, err := c.watchStatuses(ctx, len(pods))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = w.Stop() }()
-
 	targets := make([]string, len(pods))
 	for i, a := range pods {
 		targets[i] = waitTarget(a.pod, forState)
 	}
 	last := make([]string, len(pods))
+	pending := func(i int, byNode map[string]*v1.Pod) string {
+		if o, _ := c.outcome(byNode, targets[i]); o != "done" {
+			return fmt.Sprintf("%s (not %s)", pods[i].pod.Name, targets[i])
+		}
+		return ""
+	}
+	return c.watchPods(ctx, pods, false, "timed out waiting for pods: %s (raise --wait-timeout, or see describe pod NAME)", pending,
+		func(statuses []map[string]*v1.Pod) (bool, error) {
+			done, failed := 0, []string{}
+			for i, a := range pods {
+				o, why := c.outcome(statuses[i], targets[i])
+				c.progress(last, i, progressLine(a, statuses[i], targets[i], o, why))
+				switch o {
+				case "done":
+					done++
+				case "failed":
+					failed = append(failed, fmt.Sprintf("pod/%s: %s", a.pod.Name, why))
+				}
+			}
+			if len(failed) > 0 {
+				return true, fmt.Errorf("pods failed: %s", strings.Join(failed, "; "))
+			}
+			return done == len(pods), nil
+		})
+}
+
+// watchPods watches the StatusBucket for the statuses of pods and, after
+// each change (once the watcher delivered the current values, with
+// fromCurrent), calls check until it reports done or an error. When ctx
+// times out, the error is timeoutFormat with the pods still pending (the
+// non-empty texts pending gives).
+func (c *cli) watchPods(ctx context.Context, pods []applied, fromCurrent bool, timeoutFormat string,
+	pending func(i int, byNode map[string]*v1.Pod) string, check func(statuses []map[string]*v1.Pod) (bool, error)) error {
+	if len(pods) == 0 {
+		return nil
+	}
+	kv, err := c.bucket(ctx, wire.StatusBucket)
+	if err != nil {
+		return err
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", wire.StatusBucket, err)
+	}
+	defer func() { _ = w.Stop() }()
+	statuses := make([]map[string]*v1.Pod, len(pods))
+	for i := range statuses {
+		statuses[i] = map[string]*v1.Pod{}
+	}
+	current := !fromCurrent // the watcher delivered the current values
 	for {
 		select {
 		case <-ctx.Done():
-			var pending []string
-			for i, a := range pods {
-				if o, _ := c.outcome(statuses[i], targets[i]); o != "done" {
-					pending = append(pending, fmt.Sprintf("%s (not %s)", a.pod.Name, targets[i]))
+			var names []string
+			for i := range pods {
+				if p := pending(i, statuses[i]); p != "" {
+					names = append(names, p)
 				}
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("timed out waiting for pods: %s (raise --wait-timeout, or see describe pod NAME)", strings.Join(pending, ", "))
+				return fmt.Errorf(timeoutFormat, strings.Join(names, ", "))
 			}
 			return ctx.Err()
 		case e := <-w.Updates():
-			if e != nil {
+			if e == nil {
+				current = true
+			} else {
 				c.record(pods, statuses, e.Key(), e.Value())
 			}
 		}
-		done, failed := 0, []string{}
-		for i, a := range pods {
-			o, why := c.outcome(statuses[i], targets[i])
-			line := progressLine(a, statuses[i], targets[i], o, why)
-			if line != last[i] {
-				fmt.Fprintln(c.stdout, line)
-				last[i] = line
-			}
-			switch o {
-			case "done":
-				done++
-			case "failed":
-				failed = append(failed, fmt.Sprintf("pod/%s: %s", a.pod.Name, why))
-			}
+		if !current {
+			continue
 		}
-		if len(failed) > 0 {
-			return fmt.Errorf("pods failed: %s", strings.Join(failed, "; "))
+		if done, err := check(statuses); done || err != nil {
+			return err
 		}
-		if done == len(pods) {
-			return nil
-		}
+	}
+}
+
+// progress prints line as pod i's progress when it differs from the last
+// one printed.
+func (c *cli) progress(last []string, i int, line string) {
+	if line != last[i] {
+		fmt.Fprintln(c.stdout, line)
+		last[i] = line
 	}
 }
 
@@ -147,23 +183,4 @@ func statusParts(byNode map[string]*v1.Pod) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")
-}
-
-// watchStatuses watches every key of the StatusBucket (the caller stops
-// the watcher) and returns one empty status map per pod to record into:
-// statuses[i] maps a status key to the latest status of pods[i] there.
-func (c *cli) watchStatuses(ctx context.Context, pods int) (jetstream.KeyWatcher, []map[string]*v1.Pod, error) {
-	kv, err := c.bucket(ctx, wire.StatusBucket)
-	if err != nil {
-		return nil, nil, err
-	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("watch %s: %w", wire.StatusBucket, err)
-	}
-	statuses := make([]map[string]*v1.Pod, pods)
-	for i := range statuses {
-		statuses[i] = map[string]*v1.Pod{}
-	}
-	return w, statuses, nil
 }

@@ -78,24 +78,22 @@ type PodStatus struct {
 
 // FindContainerStatusByName returns the newest status of the named container.
 func (s *PodStatus) FindContainerStatusByName(name string) *ContainerStatus {
-	if s == nil {
-		return nil
-	}
-	for _, c := range s.ContainerStatuses {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
+	return s.findContainerStatus(func(c *ContainerStatus) bool { return c.Name == name })
 }
 
 // FindContainerStatusByID returns the status of the container instance.
 func (s *PodStatus) FindContainerStatusByID(id string) *ContainerStatus {
+	return s.findContainerStatus(func(c *ContainerStatus) bool { return c.ID == id })
+}
+
+// findContainerStatus returns the first of ContainerStatuses that match
+// accepts, or nil.
+func (s *PodStatus) findContainerStatus(match func(*ContainerStatus) bool) *ContainerStatus {
 	if s == nil {
 		return nil
 	}
 	for _, c := range s.ContainerStatuses {
-		if c.ID == id {
+		if match(c) {
 			return c
 		}
 	}

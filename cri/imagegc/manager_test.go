@@ -97,6 +97,15 @@ func (h *harness) gc(t *testing.T) (Result, error) {
 	return h.m.GarbageCollect(context.Background())
 }
 
+// mustGC runs a collection whose result does not matter (one that detects
+// images and their use) and fails t on its error.
+func (h *harness) mustGC(t *testing.T) {
+	t.Helper()
+	if _, err := h.gc(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestOrderAndThresholds: over the high threshold, unused images go least
 // recently used first (never used ones before used ones), down to the low
 // threshold and no further; an image in use by any container (running or
@@ -110,19 +119,13 @@ func TestOrderAndThresholds(t *testing.T) {
 	h.useImage("c2", "recent-used", false)
 	h.useImage("c3", "running", false)
 	h.useImage("c4", "exited", true)
-	if _, err := h.gc(t); err != nil { // first detection, under the threshold
-		t.Fatal(err)
-	}
+	h.mustGC(t) // first detection, under the threshold
 	h.clock.Step(time.Minute)
 	h.dropContainer("c1")
-	if _, err := h.gc(t); err != nil { // old-used last used at 12:00
-		t.Fatal(err)
-	}
+	h.mustGC(t) // old-used last used at 12:00
 	h.clock.Step(time.Minute)
 	h.dropContainer("c2")
-	if _, err := h.gc(t); err != nil { // recent-used last used at 12:01
-		t.Fatal(err)
-	}
+	h.mustGC(t) // recent-used last used at 12:01
 	h.clock.Step(5 * time.Minute)
 	h.addImage("young", 100, false) // first seen now: younger than the minimum age
 
@@ -171,9 +174,7 @@ func TestUnderThreshold(t *testing.T) {
 	h := newHarness(t, DefaultPolicy())
 	h.addImage("a", 10, false)
 	h.addImage("b", 10, false)
-	if _, err := h.gc(t); err != nil {
-		t.Fatal(err)
-	}
+	h.mustGC(t)
 	h.clock.Step(time.Hour)
 	h.fs = FsStats{Capacity: 100, Available: 16}
 	if res, err := h.gc(t); err != nil || len(res.Removed) != 0 {
@@ -191,9 +192,7 @@ func TestMarkUsed(t *testing.T) {
 	h := newHarness(t, DefaultPolicy())
 	h.addImage("a", 100, false)
 	h.addImage("b", 100, false)
-	if _, err := h.gc(t); err != nil {
-		t.Fatal(err)
-	}
+	h.mustGC(t)
 	h.clock.Step(10 * time.Minute)
 	h.m.MarkUsed("a") // the container came and went before the next detection
 	h.clock.Step(time.Minute)
@@ -217,9 +216,7 @@ func TestMaxAge(t *testing.T) {
 	h.addImage("stale", 100, false)
 	h.addImage("busy", 100, false)
 	h.useImage("c1", "busy", true)
-	if _, err := h.gc(t); err != nil {
-		t.Fatal(err)
-	}
+	h.mustGC(t)
 	h.clock.Step(30 * time.Minute)
 	h.addImage("fresh", 100, false)
 	h.clock.Step(31 * time.Minute)
@@ -270,9 +267,7 @@ func TestRuntimeErrors(t *testing.T) {
 	if _, err := h.gc(t); err == nil || !strings.Contains(err.Error(), "list images: boom") {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := h.gc(t); err != nil {
-		t.Fatal(err)
-	}
+	h.mustGC(t)
 	h.clock.Step(time.Hour)
 	h.fs = FsStats{Capacity: 1000, Available: 0}
 	h.rt.FakeImageService.InjectError("RemoveImage", errors.New("busy"))
@@ -314,9 +309,7 @@ func TestDeleteUnusedImages(t *testing.T) {
 	}
 	h.useImage("c1", "running", false)
 	h.useImage("c2", "exited", true)
-	if _, err := h.gc(t); err != nil { // first detection
-		t.Fatal(err)
-	}
+	h.mustGC(t) // first detection
 	h.clock.Step(5 * time.Minute)
 	h.addImage("young", 100, false)
 	res, err := h.m.DeleteUnusedImages(context.Background())

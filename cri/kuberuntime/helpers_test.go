@@ -144,20 +144,32 @@ func newEnv(t *testing.T) *env {
 // sync reads the pod status and runs one SyncPod pass.
 func (e *env) sync(t *testing.T, pod *v1.Pod, probes cri.Probes) SyncResult {
 	t.Helper()
-	st, err := e.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
-	if err != nil {
-		t.Fatalf("GetPodStatus: %v", err)
-	}
+	st, _ := podStatus(t, e.m, pod)
 	return e.m.SyncPod(context.Background(), pod, st, probes)
 }
 
 func (e *env) status(t *testing.T, pod *v1.Pod) (*cri.PodStatus, v1.PodStatus) {
 	t.Helper()
-	st, err := e.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	return podStatus(t, e.m, pod)
+}
+
+// podStatus reads the pod's status from m's runtime, and the API status
+// apiStatus makes of it.
+func podStatus(t *testing.T, m *Manager, pod *v1.Pod) (*cri.PodStatus, v1.PodStatus) {
+	t.Helper()
+	st, err := m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		t.Fatalf("GetPodStatus: %v", err)
 	}
-	return st, apiStatus(e.m, pod, st)
+	return st, apiStatus(m, pod, st)
+}
+
+// drainPod is newPod("web", "app") whose container has an exec preStop
+// hook (drain).
+func drainPod() *v1.Pod {
+	pod := newPod("web", "app")
+	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"drain"}}}}
+	return pod
 }
 
 // apiStatus is the runtime's part of the API status with the phase the pod

@@ -52,11 +52,7 @@ func newProcEnv(t *testing.T, opts ...func(*Options)) *procEnv {
 
 func (e *procEnv) status(t *testing.T, pod *v1.Pod) (*cri.PodStatus, v1.PodStatus) {
 	t.Helper()
-	st, err := e.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
-	if err != nil {
-		t.Fatalf("GetPodStatus: %v", err)
-	}
-	return st, apiStatus(e.m, pod, st)
+	return podStatus(t, e.m, pod)
 }
 
 func (e *procEnv) sync(t *testing.T, pod *v1.Pod) SyncResult {

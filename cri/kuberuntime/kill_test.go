@@ -67,8 +67,7 @@ func TestKillPodGracePeriods(t *testing.T) {
 
 func TestKillPodRunsPreStopFirst(t *testing.T) {
 	e := newEnv(t)
-	pod := newPod("web", "app")
-	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"drain"}}}}
+	pod := drainPod()
 	if err := e.sync(t, pod, nil).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +93,8 @@ func TestKillPodRunsPreStopFirst(t *testing.T) {
 
 func TestKillOrphanPod(t *testing.T) {
 	e := newEnv(t)
-	pod := newPod("web", "app")
+	pod := drainPod()
 	pod.Spec.TerminationGracePeriodSeconds = i64(60)
-	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"drain"}}}}
 	if err := e.sync(t, pod, nil).Error(); err != nil {
 		t.Fatal(err)
 	}

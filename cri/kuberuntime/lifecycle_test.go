@@ -68,8 +68,7 @@ func TestPostStartHTTPHook(t *testing.T) {
 
 func TestFailedPreStopHookStillStops(t *testing.T) {
 	e := newEnv(t)
-	pod := newPod("web", "app")
-	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"drain"}}}}
+	pod := drainPod()
 	if err := e.sync(t, pod, nil).Error(); err != nil {
 		t.Fatal(err)
 	}

@@ -25,21 +25,22 @@ type mapObjects struct {
 }
 
 func (o *mapObjects) ConfigMap(ns, name string) (*v1.ConfigMap, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if cm, ok := o.cms[ns+"/"+name]; ok {
-		return cm, nil
-	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
+	return lookupObject(o, o.cms, "configmaps", ns, name)
 }
 
 func (o *mapObjects) Secret(ns, name string) (*v1.Secret, error) {
+	return lookupObject(o, o.secrets, "secrets", ns, name)
+}
+
+// lookupObject returns ns/name of m, or the API's NotFound error for
+// resource.
+func lookupObject[T any](o *mapObjects, m map[string]*T, resource, ns, name string) (*T, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if s, ok := o.secrets[ns+"/"+name]; ok {
-		return s, nil
+	if obj, ok := m[ns+"/"+name]; ok {
+		return obj, nil
 	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
 }
 
 func (o *mapObjects) setConfigMap(cm *v1.ConfigMap) {

@@ -133,33 +133,41 @@ func (m *Manager) objectsOrErr() (volume.Objects, error) {
 }
 
 func (m *Manager) configMapPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode *int32, optional *bool) (map[string]volume.File, error) {
-	objs, err := m.objectsOrErr()
-	if err != nil {
-		return nil, err
-	}
-	opt := optional != nil && *optional
-	cm, err := objs.ConfigMap(pod.Namespace, name)
-	switch {
-	case apierrors.IsNotFound(err) && opt:
-		return map[string]volume.File{}, nil
-	case err != nil:
-		return nil, fmt.Errorf("configmap %q not found", name)
-	}
-	return volume.KeysPayload("configmap", name, volume.ConfigMapData(cm), items, mode, opt)
+	return m.objectPayload("configmap", name, items, mode, optional, func(objs volume.Objects) (map[string][]byte, error) {
+		cm, err := objs.ConfigMap(pod.Namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		return volume.ConfigMapData(cm), nil
+	})
 }
 
 func (m *Manager) secretPayload(pod *v1.Pod, name string, items []v1.KeyToPath, mode *int32, optional *bool) (map[string]volume.File, error) {
+	return m.objectPayload("secret", name, items, mode, optional, func(objs volume.Objects) (map[string][]byte, error) {
+		sec, err := objs.Secret(pod.Namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		return sec.Data, nil
+	})
+}
+
+// objectPayload is the volume payload of the ConfigMap or Secret (kind)
+// name, whose data read returns; an optional one that is missing gives an
+// empty payload.
+func (m *Manager) objectPayload(kind, name string, items []v1.KeyToPath, mode *int32, optional *bool,
+	read func(volume.Objects) (map[string][]byte, error)) (map[string]volume.File, error) {
 	objs, err := m.objectsOrErr()
 	if err != nil {
 		return nil, err
 	}
 	opt := optional != nil && *optional
-	sec, err := objs.Secret(pod.Namespace, name)
+	data, err := read(objs)
 	switch {
 	case apierrors.IsNotFound(err) && opt:
 		return map[string]volume.File{}, nil
 	case err != nil:
-		return nil, fmt.Errorf("secret %q not found", name)
+		return nil, fmt.Errorf("%s %q not found", kind, name)
 	}
-	return volume.KeysPayload("secret", name, sec.Data, items, mode, opt)
+	return volume.KeysPayload(kind, name, data, items, mode, opt)
 }

@@ -80,10 +80,7 @@ func (r *Runtime) loadContainers() error {
 	for _, e := range entries {
 		dir := r.containerDir(e.Name())
 		c := &container{config: &runtimeapi.ContainerConfig{}}
-		err := readJSON(filepath.Join(dir, "record.json"), &c.rec)
-		if err == nil {
-			err = readProto(filepath.Join(dir, "config.json"), c.config)
-		}
+		err := readState(dir, &c.rec, c.config)
 		if err == nil {
 			if _, ok := r.sandboxes[c.rec.SandboxID]; !ok {
 				err = fmt.Errorf("sandbox %q is gone", c.rec.SandboxID)

@@ -86,15 +86,7 @@ func TestContainerExit(t *testing.T) {
 
 func TestStopContainerEscalatesToKill(t *testing.T) {
 	e := newEnv(t)
-	sbID, sb := e.runSandbox("stop", nil)
-	id := e.run(sbID, sb, containerConfig("stubborn", nil, "sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"))
-	testutil.Eventually(t, 5*time.Second, func() error {
-		b, err := os.ReadFile(filepath.Join(sb.LogDirectory, "stubborn", "0.log"))
-		if err != nil || !strings.Contains(string(b), "ready") {
-			return errors.New("container has not trapped TERM yet")
-		}
-		return nil
-	})
+	id := e.runStubborn("stop", "0.05")
 	start := time.Now()
 	if err := e.c.StopContainer(ctx(t), id, 1); err != nil {
 		t.Fatalf("StopContainer: %v", err)
@@ -114,6 +106,24 @@ func TestStopContainerEscalatesToKill(t *testing.T) {
 	if err := e.c.StopContainer(ctx(t), "nope", 1); err != nil {
 		t.Errorf("StopContainer unknown = %v, want nil", err)
 	}
+}
+
+// runStubborn runs a container "stubborn", which ignores SIGTERM (its loop
+// sleeps for sleep seconds), in a new sandbox named sandbox, and waits until
+// the shell installed its trap: a TERM before that would end it (a loaded
+// machine showed exit 143). It returns the container's ID.
+func (e *env) runStubborn(sandbox, sleep string) string {
+	e.t.Helper()
+	sbID, sb := e.runSandbox(sandbox, nil)
+	id := e.run(sbID, sb, containerConfig("stubborn", nil, "sh", "-c", "trap '' TERM; echo ready; while :; do sleep "+sleep+"; done"))
+	testutil.Eventually(e.t, 5*time.Second, func() error {
+		b, err := os.ReadFile(filepath.Join(sb.LogDirectory, "stubborn", "0.log"))
+		if err != nil || !strings.Contains(string(b), "ready") {
+			return errors.New("container has not trapped TERM yet")
+		}
+		return nil
+	})
+	return id
 }
 
 func TestStopContainerPolite(t *testing.T) {

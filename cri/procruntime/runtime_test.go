@@ -72,14 +72,7 @@ func TestListFilters(t *testing.T) {
 	for _, tt := range ctrTests {
 		t.Run("containers/"+tt.name, func(t *testing.T) {
 			list, err := e.c.ListContainers(ctx(t), tt.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, c := range list {
-				got = append(got, c.Id)
-			}
-			assertSameIDs(t, got, tt.want)
+			assertSameIDs(t, list, err, tt.want)
 		})
 	}
 
@@ -96,14 +89,7 @@ func TestListFilters(t *testing.T) {
 	for _, tt := range sbTests {
 		t.Run("sandboxes/"+tt.name, func(t *testing.T) {
 			list, err := e.c.ListPodSandbox(ctx(t), tt.filter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, s := range list {
-				got = append(got, s.Id)
-			}
-			assertSameIDs(t, got, tt.want)
+			assertSameIDs(t, list, err, tt.want)
 		})
 	}
 
@@ -121,8 +107,17 @@ func TestListFilters(t *testing.T) {
 	}
 }
 
-func assertSameIDs(t *testing.T, got, want []string) {
+// assertSameIDs checks that a list call succeeded and listed the IDs in
+// want, in any order.
+func assertSameIDs[T interface{ GetId() string }](t *testing.T, list []T, err error, want []string) {
 	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range list {
+		got = append(got, x.GetId())
+	}
 	sort.Strings(got)
 	want = append([]string(nil), want...)
 	sort.Strings(want)

@@ -62,10 +62,7 @@ func (r *Runtime) loadSandboxes() error {
 	for _, e := range entries {
 		dir := r.sandboxDir(e.Name())
 		s := &sandbox{config: &runtimeapi.PodSandboxConfig{}}
-		err := readJSON(filepath.Join(dir, "record.json"), &s.rec)
-		if err == nil {
-			err = readProto(filepath.Join(dir, "config.json"), s.config)
-		}
+		err := readState(dir, &s.rec, s.config)
 		if err != nil {
 			// RunPodSandbox crashed half-way: the sandbox never existed.
 			klog.InfoS("Removing incomplete sandbox state", "dir", dir, "err", err)

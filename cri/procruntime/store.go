@@ -73,6 +73,15 @@ func readProto(path string, m proto.Message) error {
 	return nil
 }
 
+// readState reads a sandbox's or container's state directory: its record
+// (record.json) into rec and its CRI config (config.json) into config.
+func readState(dir string, rec any, config proto.Message) error {
+	if err := readJSON(filepath.Join(dir, "record.json"), rec); err != nil {
+		return err
+	}
+	return readProto(filepath.Join(dir, "config.json"), config)
+}
+
 // syncDir makes the entries of dir (files created or renamed into it)
 // durable.
 func syncDir(dir string) error {

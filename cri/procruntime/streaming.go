@@ -108,6 +108,23 @@ func (r *Runtime) acquireStream() (func(), error) {
 	}
 }
 
+// streamTo takes a streaming slot (acquireStream) for a session with the
+// running container id (runningContainer; verb names the session in its
+// errors). The caller calls release when the session ends; on an error
+// nothing is held.
+func (r *Runtime) streamTo(verb, id string) (*container, *sandbox, func(), error) {
+	release, err := r.acquireStream()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, sb, err := r.runningContainer(verb, id)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return c, sb, release, nil
+}
+
 // runningContainer returns a RUNNING container's config and sandbox.
 func (r *Runtime) runningContainer(verb, id string) (*container, *sandbox, error) {
 	r.mu.Lock()
@@ -222,15 +239,11 @@ func orDiscard(w io.WriteCloser) io.Writer {
 // (then its process group is killed). A non-zero exit is an ExitError
 // carrying the code.
 func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommandserver.TerminalSize) error {
-	release, err := s.r.acquireStream()
+	c, sb, release, err := s.r.streamTo("exec in", id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	c, sb, err := s.r.runningContainer("exec in", id)
-	if err != nil {
-		return err
-	}
 	env := containerEnv(c.config, sb.config)
 	if tty {
 		env = withTerm(env)
@@ -364,15 +377,11 @@ func (s *streamRuntime) Exec(ctx context.Context, id string, cmdline []string, i
 // Attach streams the container's stdio through its shim's attach socket
 // until the container exits or the client leaves.
 func (s *streamRuntime) Attach(ctx context.Context, id string, in io.Reader, out, errw io.WriteCloser, tty bool, resize <-chan remotecommandserver.TerminalSize) error {
-	release, err := s.r.acquireStream()
+	c, _, release, err := s.r.streamTo("attach to", id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	c, _, err := s.r.runningContainer("attach to", id)
-	if err != nil {
-		return err
-	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", attachSocketPath(s.r.opts.RootDir, c.rec.ID))
 	if err != nil {

@@ -181,15 +181,20 @@ func TestStreamingPortForward(t *testing.T) {
 	}
 }
 
-// rawRuntime is a plain CRI runtime client on e's socket.
-func (e *env) rawRuntime() runtimeapi.RuntimeServiceClient {
+// rawConn is a plain gRPC connection to e's socket, closed by t.Cleanup.
+func (e *env) rawConn() *grpc.ClientConn {
 	e.t.Helper()
 	conn, err := grpc.NewClient("unix://"+e.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		e.t.Fatalf("grpc.NewClient: %v", err)
 	}
 	e.t.Cleanup(func() { _ = conn.Close() })
-	return runtimeapi.NewRuntimeServiceClient(conn)
+	return conn
+}
+
+// rawRuntime is a plain CRI runtime client on e's socket.
+func (e *env) rawRuntime() runtimeapi.RuntimeServiceClient {
+	return runtimeapi.NewRuntimeServiceClient(e.rawConn())
 }
 
 // readLog returns the CRI log of a container created with cfg in sb.
@@ -204,13 +209,7 @@ func (e *env) readLog(sb *runtimeapi.PodSandboxConfig, cfg *runtimeapi.Container
 
 // rawImages is a plain CRI image client on e's socket.
 func (e *env) rawImages() runtimeapi.ImageServiceClient {
-	e.t.Helper()
-	conn, err := grpc.NewClient("unix://"+e.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		e.t.Fatalf("grpc.NewClient: %v", err)
-	}
-	e.t.Cleanup(func() { _ = conn.Close() })
-	return runtimeapi.NewImageServiceClient(conn)
+	return runtimeapi.NewImageServiceClient(e.rawConn())
 }
 
 // readCmdline is /proc/<pid>/cmdline with spaces between arguments.

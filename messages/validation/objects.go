@@ -65,16 +65,29 @@ func decodeStrict(data []byte, kind string, out any) error {
 	return nil
 }
 
+// decodeObject decodes a ConfigMap or Secret strictly, sets its apiVersion
+// (v1) and kind, and defaults its namespace to "default".
+func decodeObject(data []byte, kind string, obj interface {
+	GetObjectKind() schema.ObjectKind
+	GetNamespace() string
+	SetNamespace(string)
+}) error {
+	if err := decodeStrict(data, kind, obj); err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind})
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	return nil
+}
+
 // DecodeConfigMap parses, defaults (namespace "default") and validates a
 // ConfigMap.
 func DecodeConfigMap(data []byte) (*v1.ConfigMap, error) {
 	cm := &v1.ConfigMap{}
-	if err := decodeStrict(data, "ConfigMap", cm); err != nil {
+	if err := decodeObject(data, "ConfigMap", cm); err != nil {
 		return nil, err
-	}
-	cm.APIVersion, cm.Kind = "v1", "ConfigMap"
-	if cm.Namespace == "" {
-		cm.Namespace = "default"
 	}
 	if err := ValidateConfigMap(cm); err != nil {
 		return nil, err
@@ -87,12 +100,8 @@ func DecodeConfigMap(data []byte) (*v1.ConfigMap, error) {
 // Secret.
 func DecodeSecret(data []byte) (*v1.Secret, error) {
 	s := &v1.Secret{}
-	if err := decodeStrict(data, "Secret", s); err != nil {
+	if err := decodeObject(data, "Secret", s); err != nil {
 		return nil, err
-	}
-	s.APIVersion, s.Kind = "v1", "Secret"
-	if s.Namespace == "" {
-		s.Namespace = "default"
 	}
 	if s.Type == "" {
 		s.Type = v1.SecretTypeOpaque

@@ -25,25 +25,13 @@ func TestPodSpecFieldsTable(t *testing.T) {
 			t.Errorf("PodSpec field %q has no row in README.md's PodSpec table: say whether it is supported, ignored or rejected (and reject it in validation if it cannot be honoured)", name)
 		}
 	}
-	for name, st := range status {
-		if !fields[name] {
-			t.Errorf("README.md lists %q, which is not a PodSpec field", name)
-		}
-		if st != "rejected" {
-			continue
-		}
+	checkRows(t, "README.md", "a PodSpec field", status, fields, func(name string) (func(*v1.Pod) string, bool) {
 		set, ok := rejectedSetters[name]
-		if !ok {
-			t.Errorf("rejected field %q: no setter in this test to check validation refuses it", name)
-			continue
-		}
-		pod := fieldsTestPod()
-		set(&pod.Spec)
-		verr := ValidatePod(pod)
-		if verr == nil || !strings.Contains(verr.Error(), "spec."+name) {
-			t.Errorf("rejected field %q: validation = %v, want an error on spec.%s", name, verr, name)
-		}
-	}
+		return func(p *v1.Pod) string {
+			set(&p.Spec)
+			return "spec." + name
+		}, ok
+	})
 	// partly-supported fields with a rejected part.
 	pod := fieldsTestPod()
 	pod.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "zone"}}}}
@@ -54,6 +42,32 @@ func TestPodSpecFieldsTable(t *testing.T) {
 	pod.Spec.OS = &v1.PodOS{Name: v1.Windows}
 	if err := ValidatePod(pod); err == nil || !strings.Contains(err.Error(), "spec.os.name") {
 		t.Errorf("windows: %v", err)
+	}
+}
+
+// checkRows checks the rows of doc's field table (status: field → its
+// status): each names a field walked (fields, what names them), and each
+// rejected one has a setter (setterOf) making a test pod that validation
+// refuses with an error on the path the setter returns.
+func checkRows(t *testing.T, doc, what string, status map[string]string, fields map[string]bool, setterOf func(name string) (func(*v1.Pod) string, bool)) {
+	t.Helper()
+	for name, st := range status {
+		if !fields[name] {
+			t.Errorf("%s lists %q, which is not %s", doc, name, what)
+		}
+		if st != "rejected" {
+			continue
+		}
+		set, ok := setterOf(name)
+		if !ok {
+			t.Errorf("rejected field %q: no setter in this test to check validation refuses it", name)
+			continue
+		}
+		pod := fieldsTestPod()
+		want := set(pod)
+		if verr := ValidatePod(pod); verr == nil || !strings.Contains(verr.Error(), want) {
+			t.Errorf("rejected field %q: validation = %v, want an error on %s", name, verr, want)
+		}
 	}
 }
 
@@ -78,27 +92,12 @@ func TestNestedFieldsTable(t *testing.T) {
 	if !reflect.DeepEqual(jsonNames(reflect.TypeOf(v1.Container{})), jsonNames(reflect.TypeOf(v1.EphemeralContainerCommon{}))) {
 		t.Error("ephemeral containers' fields differ from containers': give them their own rows")
 	}
-	for name, st := range status {
-		if !fields[name] {
-			t.Errorf("docs/podspec-fields.md lists %s, which is not a walked field", name)
+	checkRows(t, "docs/podspec-fields.md", "a walked field", status, fields, func(name string) (func(*v1.Pod) string, bool) {
+		if set, ok := nestedRejectedSetters[name]; ok {
+			return set, true
 		}
-		if st != "rejected" {
-			continue
-		}
-		set, ok := nestedRejectedSetters[name]
-		if !ok {
-			set, ok = sourceSetter(name)
-		}
-		if !ok {
-			t.Errorf("rejected field %s: no setter in this test to check validation refuses it", name)
-			continue
-		}
-		pod := fieldsTestPod()
-		want := set(pod)
-		if verr := ValidatePod(pod); verr == nil || !strings.Contains(verr.Error(), want) {
-			t.Errorf("rejected field %s: validation = %v, want an error on %s", name, verr, want)
-		}
-	}
+		return sourceSetter(name)
+	})
 	// partly-supported fields: the supported values pass, the others are refused.
 	for _, tc := range []struct {
 		name string

@@ -81,7 +81,13 @@ func (n *ActorNode) ListPods(ctx context.Context) ([]*v1.Pod, error) {
 
 // pod finds one pod by namespace and name.
 func (n *ActorNode) pod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
-	pods, err := n.ListPods(ctx)
+	return findPod(ctx, n.ListPods, namespace, name)
+}
+
+// findPod finds one pod of what list returns by namespace and name, or
+// returns the NotFound error naming it.
+func findPod(ctx context.Context, list func(context.Context) ([]*v1.Pod, error), namespace, name string) (*v1.Pod, error) {
+	pods, err := list(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -83,16 +83,7 @@ func (f *fakeNode) ListPods(ctx context.Context) ([]*v1.Pod, error) {
 }
 
 func (f *fakeNode) find(ns, name string) (*v1.Pod, error) {
-	pods, err := f.ListPods(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range pods {
-		if p.Namespace == ns && p.Name == name {
-			return p, nil
-		}
-	}
-	return nil, wire.NotFound("pod %s/%s", ns, name)
+	return findPod(context.Background(), f.ListPods, ns, name)
 }
 
 func (f *fakeNode) DescribePod(ctx context.Context, ns, name string) (*wire.Description, error) {

@@ -19,10 +19,7 @@ import (
 // shows it terminated, and nothing else: not while it runs, not a static
 // pod, not a pod without a deletion timestamp.
 func TestFinalizeOnlyTerminatedDeletedRemotePods(t *testing.T) {
-	ts := startServer(t)
-	_, js := ts.connect()
-	createBucket(t, js, wire.StatusBucket)
-	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+	_, _, p := startStatusPublisher(t)
 	finalized := make(chan string, 10)
 	p.FinalizeWith(func(_ context.Context, pod *v1.Pod) error { finalized <- pod.Name; return nil })
 
@@ -72,10 +69,7 @@ func TestFinalizeOnlyTerminatedDeletedRemotePods(t *testing.T) {
 // PruneStale deletes only the entries of this node's pods of the source
 // that are not kept; DeleteIf only what matches.
 func TestPruneStaleAndDeleteIf(t *testing.T) {
-	ts := startServer(t)
-	_, js := ts.connect()
-	kv := createBucket(t, js, wire.StatusBucket)
-	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+	js, kv, p := startStatusPublisher(t)
 	ctx := context.Background()
 	// The node lists its entries through the status consumer an operator
 	// provisions for it (docs/security.md).
@@ -136,10 +130,7 @@ func TestPruneStaleAndDeleteIf(t *testing.T) {
 // Read returns the pod of a status entry, nil for none, and an error naming
 // the key for an entry that is not a pod.
 func TestReadStatusEntry(t *testing.T) {
-	ts := startServer(t)
-	_, js := ts.connect()
-	kv := createBucket(t, js, wire.StatusBucket)
-	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+	_, kv, p := startStatusPublisher(t)
 	ctx := t.Context()
 
 	if got, err := p.Read(ctx, "default", "none"); got != nil || err != nil {

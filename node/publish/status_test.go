@@ -40,6 +40,15 @@ func newPublisher(t *testing.T, cfg StatusConfig) *StatusPublisher {
 	return p
 }
 
+// startStatusPublisher starts a server with the status bucket and a
+// publisher of testNode on it.
+func startStatusPublisher(t *testing.T) (jetstream.JetStream, jetstream.KeyValue, *StatusPublisher) {
+	t.Helper()
+	_, js := startServer(t).connect()
+	kv := createBucket(t, js, wire.StatusBucket)
+	return js, kv, newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+}
+
 // getPod reads a pod from the status bucket; nil when the key is absent.
 func getPod(t *testing.T, kv jetstream.KeyValue, name string) *v1.Pod {
 	t.Helper()
@@ -172,10 +181,7 @@ func TestStatusCoalescesUnderBurst(t *testing.T) {
 }
 
 func TestStatusRemovalDeletesKey(t *testing.T) {
-	ts := startServer(t)
-	_, js := ts.connect()
-	kv := createBucket(t, js, wire.StatusBucket)
-	p := newPublisher(t, StatusConfig{JS: js, NodeName: testNode})
+	_, kv, p := startStatusPublisher(t)
 
 	p.PodStatusChanged(messages.PodStatusChanged{Pod: statusPod("web", "u1", v1.PodRunning, "")})
 	eventually(t, 5*time.Second, "web written", func() bool { return getPod(t, kv, "web") != nil })

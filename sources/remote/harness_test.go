@@ -101,6 +101,17 @@ func (e *env) start(t *testing.T, node string, labels map[string]string) (*Sourc
 	return e.startWith(t, node, func(c *Config) { c.NodeLabels = labels })
 }
 
+// startWithPod starts n1's source, waits for its first (empty) set, then
+// writes pod default/name (image a:1) and waits for its update.
+func (e *env) startWithPod(t *testing.T, name string) (*Source, *collector) {
+	t.Helper()
+	s, c := e.start(t, "n1", nil)
+	c.waitUpdates(t, 1)
+	e.putPod(t, "n1", name, "a:1")
+	c.waitUpdates(t, 2)
+	return s, c
+}
+
 // startWith starts node's source with a Config that set changes.
 func (e *env) startWith(t *testing.T, node string, set func(*Config)) (*Source, *collector) {
 	t.Helper()
@@ -162,6 +173,13 @@ func (e *env) status(t *testing.T, node, namespace, name string) *v1.Pod {
 }
 
 type podOpt func(*v1.Pod)
+
+// putPod writes pod default/name running image (podJSON) as node's desired
+// pod.
+func (e *env) putPod(t *testing.T, node, name, image string, opts ...podOpt) {
+	t.Helper()
+	e.put(t, wire.DesiredNodeKey(node, "default", name), podJSON(t, "default", name, image, opts...))
+}
 
 func podJSON(t *testing.T, namespace, name, image string, opts ...podOpt) []byte {
 	t.Helper()

@@ -41,7 +41,7 @@ func TestStaleStatusesArePrunedAtStart(t *testing.T) {
 	seed("n1", "kept", messages.SourceRemote)
 	seed("n1", "web-n1", messages.SourceFile)
 	seed("n2", "gone", messages.SourceRemote)
-	e.put(t, wire.DesiredNodeKey("n1", "default", "kept"), podJSON(t, "default", "kept", "a:1"))
+	e.putPod(t, "n1", "kept", "a:1")
 
 	_, c := e.start(t, "n1", nil)
 	c.waitUpdates(t, 1)
@@ -105,7 +105,7 @@ func TestNewKeysReadNoStatusAfterACompletePrune(t *testing.T) {
 	for _, incomplete := range []bool{false, true} {
 		t.Run(fmt.Sprintf("incomplete=%v", incomplete), func(t *testing.T) {
 			e := newEnv(t)
-			e.put(t, wire.DesiredNodeKey("n1", "default", "first"), podJSON(t, "default", "first", "a:1"))
+			e.putPod(t, "n1", "first", "a:1")
 			var counted *countingStatuses
 			_, c := e.startWith(t, "n1", func(cfg *Config) {
 				counted = &countingStatuses{StatusPublisher: cfg.Statuses.(*publish.StatusPublisher), incomplete: incomplete}
@@ -128,7 +128,7 @@ func TestNewKeysReadNoStatusAfterACompletePrune(t *testing.T) {
 			if _, err := kv.Put(e.ctx, wire.StatusKey("n1", "default", "later"), data); err != nil {
 				t.Fatal(err)
 			}
-			e.put(t, wire.DesiredNodeKey("n1", "default", "later"), podJSON(t, "default", "later", "a:1"))
+			e.putPod(t, "n1", "later", "a:1")
 			if u := c.waitUpdates(t, 2)[1]; u.Op != messages.OpAdd {
 				t.Fatalf("second update %v, want an ADD", u)
 			}

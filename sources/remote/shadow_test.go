@@ -44,7 +44,7 @@ func TestNodePodWinsOverFleetPodOfTheSameName(t *testing.T) {
 
 	// A fleet change while shadowed sends nothing; a marker shows it was seen.
 	e.put(t, fleetKey, podJSON(t, "default", "web", "fleet:2"))
-	e.put(t, wire.DesiredNodeKey("n1", "default", "marker"), podJSON(t, "default", "marker", "m:1"))
+	e.putPod(t, "n1", "marker", "m:1")
 	got = c.waitUpdates(t, 5)
 	if got[4].Pods[0].Name != "marker" {
 		t.Fatalf("got %v, want only the marker (the shadowed fleet change sends nothing)", got[4])

@@ -28,8 +28,8 @@ func TestInitialSetIsSentEvenWhenEmpty(t *testing.T) {
 
 func TestInitialSetHoldsThisNodesPods(t *testing.T) {
 	e := newEnv(t)
-	e.put(t, wire.DesiredNodeKey("n1", "default", "web"), podJSON(t, "default", "web", "nginx:1.27"))
-	e.put(t, wire.DesiredNodeKey("n2", "default", "other"), podJSON(t, "default", "other", "nginx:1.27"))
+	e.putPod(t, "n1", "web", "nginx:1.27")
+	e.putPod(t, "n2", "other", "nginx:1.27")
 	e.put(t, wire.DesiredFleetKey("kube-system", "agent"), podJSON(t, "kube-system", "agent", "agent:1", withSelector(map[string]string{"role": "edge"})))
 	e.put(t, wire.DesiredFleetKey("kube-system", "gpu"), podJSON(t, "kube-system", "gpu", "gpu:1", withSelector(map[string]string{"gpu": "true"})))
 	// YAML, without namespace or name: both come from the key.
@@ -111,7 +111,7 @@ func TestFleetPodRunsOnlyWhereLabelsMatch(t *testing.T) {
 	key := wire.DesiredFleetKey("default", "agent")
 	e.put(t, key, podJSON(t, "default", "agent", "agent:1", withSelector(map[string]string{"role": "edge"})))
 	// A marker pod for core: once it arrives, the fleet put was seen too.
-	e.put(t, wire.DesiredNodeKey("core-1", "default", "marker"), podJSON(t, "default", "marker", "m:1"))
+	e.putPod(t, "core-1", "marker", "m:1")
 	got := edge.waitUpdates(t, 2)
 	if got[1].Op != messages.OpAdd || got[1].Pods[0].Name != "agent" || got[1].Pods[0].Spec.NodeName != "edge-1" {
 		t.Fatalf("edge got %v, want ADD agent", got[1])
@@ -138,13 +138,10 @@ func TestFleetPodRunsOnlyWhereLabelsMatch(t *testing.T) {
 
 func TestWritesWhileStoppedArriveInNextSet(t *testing.T) {
 	e := newEnv(t)
-	s, c := e.start(t, "n1", nil)
-	c.waitUpdates(t, 1)
-	e.put(t, wire.DesiredNodeKey("n1", "default", "old"), podJSON(t, "default", "old", "a:1"))
-	c.waitUpdates(t, 2)
+	s, _ := e.startWithPod(t, "old")
 	s.Stop()
 
-	e.put(t, wire.DesiredNodeKey("n1", "default", "new"), podJSON(t, "default", "new", "b:1"))
+	e.putPod(t, "n1", "new", "b:1")
 	e.del(t, wire.DesiredNodeKey("n1", "default", "old"))
 
 	_, c2 := e.start(t, "n1", nil)
@@ -156,10 +153,7 @@ func TestWritesWhileStoppedArriveInNextSet(t *testing.T) {
 
 func TestWatchSurvivesServerRestart(t *testing.T) {
 	e := newEnv(t)
-	_, c := e.start(t, "n1", nil)
-	c.waitUpdates(t, 1)
-	e.put(t, wire.DesiredNodeKey("n1", "default", "before"), podJSON(t, "default", "before", "a:1"))
-	c.waitUpdates(t, 2)
+	_, c := e.startWithPod(t, "before")
 
 	e.srv.Restart()
 	// Written as soon as the server is back, possibly before the source's
@@ -205,7 +199,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 	}
 	// And after start: a malformed key, then a valid pod that must arrive.
 	e.put(t, "node.n1.default", podJSON(t, "default", "x", "a:1"))
-	e.put(t, wire.DesiredNodeKey("n1", "default", "good"), podJSON(t, "default", "good", "a:1"))
+	e.putPod(t, "n1", "good", "a:1")
 	if got := c.waitUpdates(t, 2)[1]; got.Op != messages.OpAdd || got.Pods[0].Name != "good" {
 		t.Fatalf("got %v, want ADD good", got)
 	}
@@ -231,7 +225,7 @@ func TestInvalidEntriesAreReportedAndSkipped(t *testing.T) {
 	}
 
 	// Fixing a bad key delivers the pod and clears its failed status.
-	e.put(t, wire.DesiredNodeKey("n1", "default", "noimage"), podJSON(t, "default", "noimage", "a:1"))
+	e.putPod(t, "n1", "noimage", "a:1")
 	if got := c.waitUpdates(t, 3)[2]; got.Op != messages.OpAdd || got.Pods[0].Name != "noimage" {
 		t.Fatalf("got %v, want ADD noimage", got)
 	}

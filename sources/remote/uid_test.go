@@ -106,7 +106,7 @@ func TestTerminalStatusOfTheSameUIDIsKept(t *testing.T) {
 	// this run: an entry there is this run's, of an older life (a key
 	// deleted and put again while its status removal is on its way).
 	last("later", "uid-l", evicted)
-	e.put(t, wire.DesiredNodeKey("n1", "default", "later"), podJSON(t, "default", "later", "nginx:1.27", withUID("uid-l")))
+	e.putPod(t, "n1", "later", "nginx:1.27", withUID("uid-l"))
 	if u := c.waitUpdates(t, 2)[1]; u.Op != messages.OpAdd || u.Pods[0].Status.Phase != "" {
 		t.Fatalf("pod first seen after the snapshot: %v with phase %q, want an ADD without a status", u, u.Pods[0].Status.Phase)
 	}

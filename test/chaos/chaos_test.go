@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/test/testenv"
 	"github.com/actorlet/actorlet/test/testutil"
@@ -126,10 +127,7 @@ func TestChaos(t *testing.T) {
 		nodes = append(nodes, node)
 	}
 	ctx := context.Background()
-	nodesKV, err := op.JS.KeyValue(ctx, wire.NodesBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodesKV := bustest.KeyValue(t, op.JS, wire.NodesBucket)
 	testutil.EventuallyEvery(t, 2*time.Minute, 500*time.Millisecond, func() error {
 		for _, n := range nodes {
 			if _, err := nodesKV.Get(ctx, wire.EncodeName(n)); err != nil {
@@ -138,14 +136,8 @@ func TestChaos(t *testing.T) {
 		}
 		return nil
 	})
-	desired, err := op.JS.KeyValue(ctx, wire.DesiredBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	status, err := op.JS.KeyValue(ctx, wire.StatusBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	desired := bustest.KeyValue(t, op.JS, wire.DesiredBucket)
+	status := bustest.KeyValue(t, op.JS, wire.StatusBucket)
 
 	ck := newChecker(m)
 	rnd := rand.New(rand.NewSource(*seed))

@@ -92,23 +92,16 @@ func (a *agent) pods() (map[string]*v1.Pod, error) {
 // waitPod polls the pod's status until cond holds and returns that status.
 func (a *agent) waitPod(t *testing.T, name string, timeout time.Duration, cond func(*v1.Pod) error) *v1.Pod {
 	t.Helper()
-	var got *v1.Pod
-	eventually(t, timeout, func() error {
+	return testutil.WaitPod(t, timeout, 200*time.Millisecond, func() (*v1.Pod, error) {
 		pods, err := a.pods()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		p := pods[name]
-		if p == nil {
-			return fmt.Errorf("pod %s has no status yet", name)
+		if p := pods[name]; p != nil {
+			return p, nil
 		}
-		if err := cond(p); err != nil {
-			return fmt.Errorf("pod %s: %w (status %s)", name, err, testutil.PodSummary(p))
-		}
-		got = p
-		return nil
-	})
-	return got
+		return nil, fmt.Errorf("pod %s has no status yet", name)
+	}, cond)
 }
 
 // Conditions for waitPod.

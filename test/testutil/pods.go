@@ -3,9 +3,31 @@ package testutil
 import (
 	"fmt"
 	"strings"
+	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
+
+// WaitPod polls read every every until the pod it returns satisfies cond,
+// and returns that pod. What fails the test names the pod, what cond found
+// and the pod's status (PodSummary).
+func WaitPod(t testing.TB, timeout, every time.Duration, read func() (*v1.Pod, error), cond func(*v1.Pod) error) *v1.Pod {
+	t.Helper()
+	var got *v1.Pod
+	EventuallyEvery(t, timeout, every, func() error {
+		p, err := read()
+		if err != nil {
+			return err
+		}
+		if err := cond(p); err != nil {
+			return fmt.Errorf("pod %s: %w (status %s)", p.Name, err, PodSummary(p))
+		}
+		got = p
+		return nil
+	})
+	return got
+}
 
 // PodSummary is a pod's status on one line, for failure messages: phase,
 // reason, message, readiness, deletion, and each (init) container's state,

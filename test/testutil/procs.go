@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,40 +76,23 @@ func Procs(match func(args, env []string) bool) []Proc {
 
 // ProcsWithArg returns the live processes that have an argument equal to arg.
 func ProcsWithArg(arg string) []Proc {
-	return Procs(func(args, _ []string) bool {
-		for _, a := range args {
-			if a == arg {
-				return true
-			}
-		}
-		return false
-	})
+	return Procs(func(args, _ []string) bool { return slices.Contains(args, arg) })
 }
 
 // ProcsWithArgPrefix returns the live processes with an argument starting
 // with prefix.
 func ProcsWithArgPrefix(prefix string) []Proc {
-	return Procs(func(args, _ []string) bool {
-		for _, a := range args {
-			if strings.HasPrefix(a, prefix) {
-				return true
-			}
-		}
-		return false
-	})
+	return Procs(func(args, _ []string) bool { return anyHasPrefix(args, prefix) })
 }
 
 // ProcsWithEnvPrefix returns the live processes with an environment entry
 // starting with prefix ("NAME=value-prefix").
 func ProcsWithEnvPrefix(prefix string) []Proc {
-	return Procs(func(_, env []string) bool {
-		for _, kv := range env {
-			if strings.HasPrefix(kv, prefix) {
-				return true
-			}
-		}
-		return false
-	})
+	return Procs(func(_, env []string) bool { return anyHasPrefix(env, prefix) })
+}
+
+func anyHasPrefix(list []string, prefix string) bool {
+	return slices.ContainsFunc(list, func(s string) bool { return strings.HasPrefix(s, prefix) })
 }
 
 // KillAll sends SIGKILL to each process (cleanup of tests that start

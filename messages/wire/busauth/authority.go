@@ -343,12 +343,19 @@ func (a *Authority) IssueAdmin(name string) ([]byte, error) {
 // public key under nodes/ (for revocation) and returns its .creds content.
 func (a *Authority) IssueNode(node string) ([]byte, error) {
 	perms := NodePermissions(node)
-	creds, pub, err := a.issueUser("node-"+node, a.account, &perms)
+	return a.issueRecorded("node-"+node, &perms, a.nodeKeysPath(node), "node")
+}
+
+// issueRecorded signs a new user of the account with perms, records its
+// public key in keysPath (for revocation) and returns its .creds content;
+// what names the key in the error of a failed record.
+func (a *Authority) issueRecorded(user string, perms *jwt.Permissions, keysPath, what string) ([]byte, error) {
+	creds, pub, err := a.issueUser(user, a.account, perms)
 	if err != nil {
 		return nil, err
 	}
-	if err := recordKey(a.nodeKeysPath(node), pub); err != nil {
-		return nil, fmt.Errorf("record node key: %w", err)
+	if err := recordKey(keysPath, pub); err != nil {
+		return nil, fmt.Errorf("record %s key: %w", what, err)
 	}
 	return creds, nil
 }

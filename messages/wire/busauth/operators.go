@@ -151,14 +151,7 @@ func (a *Authority) IssueOperator(name string, s OperatorScope) ([]byte, error) 
 		return nil, err
 	}
 	perms := OperatorPermissions(name, s)
-	creds, pub, err := a.issueUser("operator-"+name, a.account, &perms)
-	if err != nil {
-		return nil, err
-	}
-	if err := recordKey(a.operatorKeysPath(name), pub); err != nil {
-		return nil, fmt.Errorf("record operator key: %w", err)
-	}
-	return creds, nil
+	return a.issueRecorded("operator-"+name, &perms, a.operatorKeysPath(name), "operator")
 }
 
 // OperatorCredsPath is the default place of an operator's .creds file.

@@ -294,19 +294,7 @@ func (e *env) podStatus(name string) (*v1.Pod, error) {
 // returns it.
 func (e *env) waitPod(name string, timeout time.Duration, cond func(*v1.Pod) error) *v1.Pod {
 	e.t.Helper()
-	var pod *v1.Pod
-	eventually(e.t, timeout, func() error {
-		p, err := e.podStatus(name)
-		if err != nil {
-			return err
-		}
-		if err := cond(p); err != nil {
-			return fmt.Errorf("%w (status: %s)", err, testutil.PodSummary(p))
-		}
-		pod = p
-		return nil
-	})
-	return pod
+	return testutil.WaitPod(e.t, timeout, 50*time.Millisecond, func() (*v1.Pod, error) { return e.podStatus(name) }, cond)
 }
 
 // running is a waitPod condition: phase Running with every container

@@ -115,19 +115,7 @@ func TestEdgeNodePartition(t *testing.T) {
 	e.put(e.localJS, central, "img/central:local-override")
 	e.put(e.localJS, untouched, "img/untouched:local-override")
 	e.eventually("the local override runs while cut off", func() error {
-		kv, ctx, cancel, err := e.kv(e.localJS, wire.StatusBucket)
-		defer cancel()
-		if err != nil {
-			return err
-		}
-		en, err := kv.Get(ctx, untouched.statusKey())
-		if err != nil {
-			return err
-		}
-		if got := imageIn(en.Value()); got != "img/untouched:local-override" {
-			return fmt.Errorf("runs %q", got)
-		}
-		return statusRunning(ctx, kv, untouched)
+		return runsImage(e, e.localJS, untouched, "img/untouched:local-override")
 	})
 	static := podRef{node: edgeNode, name: "static-" + edgeNode}
 	if err := os.WriteFile(filepath.Join(manifests, "static.json"), podJSONImage("static", "img/static:1"), 0o644); err != nil {
@@ -317,7 +305,13 @@ func hubHas(e *edge, p podRef) bool {
 
 // imageOf checks the image of the pod's status on the hub.
 func imageOf(e *edge, p podRef, want string) error {
-	kv, ctx, cancel, err := e.kv(e.hubJS, wire.StatusBucket)
+	return runsImage(e, e.hubJS, p, want)
+}
+
+// runsImage checks that the pod's status in js's status bucket shows it
+// running with image want.
+func runsImage(e *edge, js jetstream.JetStream, p podRef, want string) error {
+	kv, ctx, cancel, err := e.kv(js, wire.StatusBucket)
 	defer cancel()
 	if err != nil {
 		return err

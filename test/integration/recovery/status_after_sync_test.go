@@ -33,15 +33,8 @@ func TestNewPodReportedRunningWithoutWaitingForRelist(t *testing.T) {
 	cfg := testenv.AgentConfig(t, "s1", srv.ClientURL(), noEvents{rt})
 	cfg.RelistPeriod = 30 * time.Second
 	testenv.StartAgent(t, cfg)
-	ctx := t.Context()
-	kv, err := conn.JS.KeyValue(ctx, wire.DesiredBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	statusKV, err := conn.JS.KeyValue(ctx, wire.StatusBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := bustest.KeyValue(t, conn.JS, wire.DesiredBucket)
+	statusKV := bustest.KeyValue(t, conn.JS, wire.StatusBucket)
 	// Let the first relist pass, so the next one is a full period away.
 	time.Sleep(500 * time.Millisecond)
 	start := time.Now()

@@ -52,14 +52,8 @@ func TestSupervisorPanicIsRestartedAndAdoptsRunningPods(t *testing.T) {
 	a := testenv.StartAgent(t, cfg)
 	ctx := t.Context()
 
-	kv, err := conn.JS.KeyValue(ctx, wire.DesiredBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	status, err := conn.JS.KeyValue(ctx, wire.StatusBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := bustest.KeyValue(t, conn.JS, wire.DesiredBucket)
+	status := bustest.KeyValue(t, conn.JS, wire.StatusBucket)
 	apply(t, kv, "r1", sleepPod("before"))
 	before := waitRunning(t, status, "r1", "before")
 
