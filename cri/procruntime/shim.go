@@ -137,6 +137,7 @@ func MaybeRunShim() {
 		return
 	}
 	reexecAsShim()
+	DefaultSignalsForChildren()
 	if err := runShim(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "%s shim %s: %v\n", time.Now().Format(time.RFC3339Nano), dir, err)
 		os.Exit(1)

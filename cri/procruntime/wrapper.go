@@ -134,6 +134,7 @@ func maybeExecWrapper() {
 	default:
 		return
 	}
+	DefaultSignalsForChildren()
 	fail := func(code int, err error) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(code)

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/actorlet/actorlet/cri/procruntime"
 	"github.com/creack/pty"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-streaming/pkg/streaming"
@@ -43,6 +44,10 @@ func StartHostStreams(t testing.TB) *HostStreams {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The commands get every signal's default action, as in a pod, even
+	// when the tests run under nohup: the end of a tty session hangs the
+	// command up.
+	procruntime.DefaultSignalsForChildren()
 	h := &HostStreams{running: map[*exec.Cmd]struct{}{}}
 	cfg := streaming.DefaultConfig
 	cfg.Addr = l.Addr().String()

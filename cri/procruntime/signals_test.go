@@ -1,0 +1,73 @@
+package procruntime_test
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/actorlet/actorlet/test/cristream"
+)
+
+// ignoredSignals reads the mask of the signals process pid ignores.
+func ignoredSignals(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigIgn:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatalf("SigIgn of %d: %v", pid, err)
+			}
+			return mask
+		}
+	}
+	t.Fatalf("no SigIgn in /proc/%d/status", pid)
+	return 0
+}
+
+// The agent may be started with signals ignored (nohup ignores SIGHUP, a
+// shell's background job SIGINT and SIGQUIT), and an ignored signal stays
+// ignored across exec. A pod's processes still get every signal's default
+// action, as under any runtime: the container's process, and a tty exec's
+// shell, which ends when its client goes (the terminal hangs up).
+func TestSignalsTheAgentIgnoresAreDefaultInPods(t *testing.T) {
+	sigs := []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT}
+	signal.Ignore(sigs...)
+	t.Cleanup(func() { signal.Reset(sigs...) })
+	const mask = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1) | 1<<(syscall.SIGQUIT-1)
+
+	e := newIsolatedEnv(t)
+	sb, cfg := e.runSandbox("signals", nil)
+	id := e.run(sb, cfg, containerConfig("c", nil, "sleep", "63"))
+	pid, _ := e.pids(id)
+	if ign := ignoredSignals(t, pid); ign&mask != 0 {
+		t.Errorf("the container's process ignores signals %#x (SigIgn %#x), want none of HUP, INT, QUIT", ign&mask, ign)
+	}
+	out := e.execOut(id, "grep", "SigIgn", "/proc/self/status")
+	if ign, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(out, "SigIgn:")), 16, 64); err != nil || ign&mask != 0 {
+		t.Errorf("an exec'd process ignores signals the agent ignores: %q (%v)", out, err)
+	}
+
+	resp, err := e.rawRuntime().Exec(ctx(t), &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh"}, Tty: true, Stdin: true, Stdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := cristream.OpenTerminal(t, resp.Url, nil)
+	term.TypeUntil(t, "echo in-$((2+2))", "in-4")
+	term.Close() // the client goes away without exiting the shell
+	select {
+	case <-term.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("with SIGHUP ignored by the agent, a tty exec outlived its client's input by 20s")
+	}
+}
