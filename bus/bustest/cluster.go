@@ -3,10 +3,12 @@ package bustest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -206,15 +208,42 @@ func (c *Cluster) run(o *server.Options) *server.Server {
 	return s
 }
 
-// freePort is a loopback TCP port free a moment ago.
+// freePort is a loopback TCP port free a moment ago, below the kernel's
+// ephemeral range: a cluster names every server's ports before it starts
+// them and reuses a port when it restarts a server, and a port of the
+// ephemeral range can be taken meanwhile by any outgoing connection on the
+// machine (a restart failed with "address already in use" under a loaded
+// make test).
 func freePort(t testing.TB) int {
 	t.Helper()
+	lo := ephemeralLow()
+	for range 100 {
+		port := lo - 1 - rand.IntN(min(lo-1024, 16384))
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("find a free port: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// default when it cannot be read).
+func ephemeralLow() int {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				lo = n
+			}
+		}
+	}
+	return lo
 }
 
 func (c *Cluster) shutdown() {
