@@ -51,8 +51,9 @@ type plegActor struct {
 	lastSuccess     time.Time
 	relistHealthy   bool
 
-	statusRunning bool
-	runtimeReady  *bool
+	statusRunning  bool
+	lastStatusPoll time.Time // when the running or last status poll started
+	runtimeReady   *bool
 
 	streamGen      int
 	streamCancel   context.CancelFunc
@@ -164,10 +165,19 @@ func (p *plegActor) send(msg interface{}) {
 // ticks and relist starts do not line up exactly) while evented.
 func (p *plegActor) onTick(ctx actor.Context, period time.Duration) {
 	p.checkHealth(ctx)
-	p.startRuntimeStatus()
-	if period <= p.cfg.RelistPeriod || p.cfg.Clock.Since(p.lastRelistStart)+p.cfg.RelistPeriod/2 >= period {
+	if due(p.cfg.Clock.Since(p.lastStatusPoll), p.cfg.RuntimeStatusPeriod, p.cfg.RelistPeriod) {
+		p.startRuntimeStatus()
+	}
+	if due(p.cfg.Clock.Since(p.lastRelistStart), period, p.cfg.RelistPeriod) {
 		p.startRelist()
 	}
+}
+
+// due reports whether a task of the given period, last started since ago,
+// is due at a tick of tick: give or take half a tick, as ticks and starts
+// do not line up exactly; at every tick when the period is not longer.
+func due(since, period, tick time.Duration) bool {
+	return period <= tick || since+tick/2 >= period
 }
 
 // startRelist runs a relist in a goroutine unless one is already running.
@@ -231,6 +241,7 @@ func (p *plegActor) startRuntimeStatus() {
 		return
 	}
 	p.statusRunning = true
+	p.lastStatusPoll = p.cfg.Clock.Now()
 	actorutil.Go(p.send, func() any {
 		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.relistTimeout())
 		defer cancel()

@@ -14,6 +14,9 @@ const (
 	DefaultRelistPeriod        = time.Second
 	DefaultRelistThreshold     = 3 * time.Minute
 	DefaultEventedRelistPeriod = 30 * time.Second
+	// DefaultRuntimeStatusPeriod is how often the runtime's readiness is
+	// polled (CRI Status), as the kubelet's runtime check every 5 s.
+	DefaultRuntimeStatusPeriod = 5 * time.Second
 
 	// Back-off between attempts to (re)open the container event stream.
 	streamBackoffInitial = time.Second
@@ -40,6 +43,9 @@ type Config struct {
 	// EventedRelistPeriod is the safety-net relist interval while the
 	// container event stream works.
 	EventedRelistPeriod time.Duration
+	// RuntimeStatusPeriod is how often the runtime's readiness is polled
+	// (at ticks of RelistPeriod).
+	RuntimeStatusPeriod time.Duration
 	// NodeName, when set, is the node whose pods this PLEG follows: a
 	// container event of a sandbox not labelled with it (another agent
 	// sharing the runtime, pods created by other CRI clients) is ignored,
@@ -82,6 +88,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"RelistPeriod", c.RelistPeriod},
 		{"RelistThreshold", c.RelistThreshold},
 		{"EventedRelistPeriod", c.EventedRelistPeriod},
+		{"RuntimeStatusPeriod", c.RuntimeStatusPeriod},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("pleg config: %s must not be negative, got %s", d.name, d.v))
@@ -101,6 +108,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.EventedRelistPeriod == 0 {
 		c.EventedRelistPeriod = DefaultEventedRelistPeriod
+	}
+	if c.RuntimeStatusPeriod == 0 {
+		c.RuntimeStatusPeriod = DefaultRuntimeStatusPeriod
 	}
 	if c.EventedRelistPeriod < c.RelistPeriod {
 		c.EventedRelistPeriod = c.RelistPeriod

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,9 @@ func newTestConfig() (Config, *critesting.FakeRuntimeService, *podLister, *clock
 		Cache:        NewCache(clk),
 		Clock:        clk,
 		RelistPeriod: time.Second,
+		// Every tick polls the runtime status: tests see a tick handled
+		// to its end by its report.
+		RuntimeStatusPeriod: time.Second,
 	}, fake, lister, clk
 }
 
@@ -289,4 +293,34 @@ func TestSubSecondRelistPeriodWithRealClock(t *testing.T) {
 	eventually(t, wait, "ContainerDied", func() bool {
 		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerDied, ContainerID: "c1"})
 	})
+}
+
+// The runtime's readiness is polled every RuntimeStatusPeriod (the
+// kubelet's 5 s), not at every relist tick.
+func TestRuntimeStatusPolledEveryPeriod(t *testing.T) {
+	cfg, fake, _, clk := newTestConfig()
+	cfg.RuntimeStatusPeriod = 5 * time.Second
+	var relisted atomic.Int32
+	cfg.Observer = func(RelistObservation) { relisted.Add(1) }
+	spawnPLEG(t, cfg)
+	statuses := func() int {
+		n := 0
+		for _, c := range fake.GetCalls() {
+			if c == "Status" {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, wait, "first relist", func() bool { return relisted.Load() >= 1 })
+	for i := int32(1); i <= 10; i++ {
+		n := relisted.Load()
+		clk.Step(time.Second)
+		eventually(t, wait, "relist of the tick", func() bool { return relisted.Load() > n })
+	}
+	// Ticks at 1..10 s: polls at the first tick, 5 s and 10 s later
+	// (give or take half a tick).
+	if got := statuses(); got < 2 || got > 3 {
+		t.Fatalf("Status polled %d times in 10 ticks of 1 s with a 5 s period, want 2 or 3", got)
+	}
 }
