@@ -31,9 +31,10 @@ const (
 	// container writing 14 MB/s made 138 MB files of a 10Mi limit).
 	SizeCheckInterval = time.Second
 	// StatInterval is how often, between two size checks, the logs the
-	// last check found are measured again (a stat each, no runtime call):
-	// a container writing 100 MB/s outgrows a 10Mi limit by about this
-	// long of output.
+	// last check found growing are measured again (a stat each, no runtime
+	// call): a container writing 100 MB/s outgrows a 10Mi limit by about
+	// this long of output; one that starts writing after a pause is seen
+	// at the next size check.
 	StatInterval = 200 * time.Millisecond
 	// timestampFormat names rotated files (<path>.20060102-150405).
 	timestampFormat = "20060102-150405"
@@ -77,9 +78,15 @@ type Manager struct {
 	interval time.Duration
 	clock    clock.WithTicker
 
-	mu      sync.Mutex
-	known   map[string]string // running container ID → log path, from the last pass
-	pending map[string]bool   // logs whose rotated files wait for compression
+	mu    sync.Mutex
+	known map[string]string // running container ID → log path, from the last pass
+	// growing holds the known logs whose last stat found them larger than
+	// the one before: only those are measured between two size checks
+	// (StatInterval); a log that stopped growing waits for the next size
+	// check (SizeCheckInterval), which measures every log.
+	growing map[string]bool
+	sizes   map[string]int64 // log path → size at its last stat
+	pending map[string]bool  // logs whose rotated files wait for compression
 
 	// files is held while a log's rotated files are cleaned up, removed
 	// or compressed. A rotation that finds it taken (a compression in the
@@ -108,7 +115,7 @@ func NewManager(rt Runtime, policy Policy, interval time.Duration, clk clock.Wit
 		clk = clock.RealClock{}
 	}
 	return &Manager{rt: rt, policy: policy, interval: interval, clock: clk, known: map[string]string{},
-		pending: map[string]bool{}, wake: make(chan struct{}, 1)}, nil
+		growing: map[string]bool{}, sizes: map[string]int64{}, pending: map[string]bool{}, wake: make(chan struct{}, 1)}, nil
 }
 
 // Run rotates logs every interval until ctx ends, and in between checks
@@ -185,8 +192,27 @@ func (m *Manager) CheckSizes(ctx context.Context) {
 // setKnown records the running containers' log paths a pass found.
 func (m *Manager) setKnown(known map[string]string) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.known = known
-	m.mu.Unlock()
+	paths := make(map[string]bool, len(known))
+	for _, p := range known {
+		paths[p] = true
+	}
+	for p := range m.sizes {
+		if !paths[p] {
+			delete(m.sizes, p)
+			delete(m.growing, p)
+		}
+	}
+}
+
+// measured records a log's size at a stat.
+func (m *Manager) measured(path string, size int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev, ok := m.sizes[path]
+	m.sizes[path] = size
+	m.growing[path] = !ok || size > prev
 }
 
 // rotateIfFull rotates path when it reached MaxSize (a missing file is
@@ -194,7 +220,11 @@ func (m *Manager) setKnown(known map[string]string) {
 // rotated at the next check).
 func (m *Manager) rotateIfFull(ctx context.Context, id, path string) {
 	info, err := os.Stat(path)
-	if err != nil || info.Size() < m.policy.MaxSize {
+	if err != nil {
+		return
+	}
+	m.measured(path, info.Size())
+	if info.Size() < m.policy.MaxSize {
 		return
 	}
 	if err := m.rotateLog(ctx, id, path); err != nil {
@@ -207,10 +237,17 @@ func (m *Manager) rotateIfFull(ctx context.Context, id, path string) {
 }
 
 // checkKnown rotates the logs of the containers the last check found that
-// reached MaxSize, with no runtime call but the rotation's own reopen.
+// reached MaxSize, with no runtime call but the rotation's own reopen. Only
+// the logs that were growing are measured: a quiet one (most of a node's)
+// costs a stat per size check, not five.
 func (m *Manager) checkKnown(ctx context.Context) {
 	m.mu.Lock()
-	known := m.known
+	known := make(map[string]string, len(m.known))
+	for id, path := range m.known {
+		if m.growing[path] {
+			known[id] = path
+		}
+	}
 	m.mu.Unlock()
 	for id, path := range known {
 		if ctx.Err() != nil {

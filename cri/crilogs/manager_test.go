@@ -35,6 +35,13 @@ func startRuntime(t *testing.T) (*cri.Client, string) {
 // ID and log path.
 func startChatty(t *testing.T, c *cri.Client, logDir, sandbox string) (string, string) {
 	t.Helper()
+	return startLogger(t, c, logDir, sandbox, "i=0; while true; do echo line$i; i=$((i+1)); done")
+}
+
+// startLogger runs script in a container of a new sandbox and returns its
+// ID and log path.
+func startLogger(t *testing.T, c *cri.Client, logDir, sandbox, script string) (string, string) {
+	t.Helper()
 	ctx := context.Background()
 	sbCfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: sandbox, Namespace: "default", Uid: "u-" + sandbox},
@@ -47,7 +54,7 @@ func startChatty(t *testing.T, c *cri.Client, logDir, sandbox string) (string, s
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "chatty"},
 		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
-		Command:  []string{"sh", "-c", "i=0; while true; do echo line$i; i=$((i+1)); done"},
+		Command:  []string{"sh", "-c", script},
 		LogPath:  "chatty/0.log",
 	}
 	if _, err := c.PullImage(ctx, cfg.Image, nil, sbCfg); err != nil {
@@ -218,6 +225,70 @@ func TestSizeCheckedBetweenPasses(t *testing.T) {
 		}
 		if gz == 0 || len(rotated)+1 > 4 || strings.HasSuffix(rotated[len(rotated)-1], ".gz") || strings.HasSuffix(rotated[len(rotated)-2], ".gz") {
 			return fmt.Errorf("rotated files %v: want some compressed, the newest two plain, at most 4 files", rotated)
+		}
+		return nil
+	})
+}
+
+// Between two size checks only the logs that were growing are measured
+// again: a quiet log (most of a node's) costs one stat a size check, not
+// one every StatInterval, and if it suddenly passes MaxSize it is rotated
+// at the next size check.
+func TestQuietLogMeasuredAtSizeChecksOnly(t *testing.T) {
+	c, logDir := startRuntime(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	id, path := startLogger(t, c, logDir, "quiet", "echo hello; exec sleep 3600")
+	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "hello") {
+			return fmt.Errorf("no first line in %s yet", path)
+		}
+		return nil
+	})
+
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const maxSize = 64 << 10
+	m, err := crilogs.NewManager(c, crilogs.Policy{MaxSize: maxSize, MaxFiles: 4}, crilogs.DefaultMonitorInterval, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	testutil.Until(t, 5*time.Second, "the manager's tickers", clk.HasWaiters)
+	settle := func() { time.Sleep(150 * time.Millisecond) } // the check a tick starts
+	settle()
+	clk.Step(crilogs.SizeCheckInterval) // a second size check: the log did not grow
+	settle()
+
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Write([]byte(strings.Repeat("x", 2*maxSize)))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated := func() int {
+		r, err := crilogs.RotatedFiles(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r)
+	}
+	for step := time.Duration(0); step+crilogs.StatInterval < crilogs.SizeCheckInterval; step += crilogs.StatInterval {
+		clk.Step(crilogs.StatInterval)
+		settle()
+		if rotated() != 0 {
+			t.Fatalf("a log quiet at the last size check was measured %s after it", step+crilogs.StatInterval)
+		}
+	}
+	clk.Step(crilogs.StatInterval) // a size check is due
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if rotated() == 0 {
+			return fmt.Errorf("the log passed %d bytes and was not rotated at the next size check", maxSize)
 		}
 		return nil
 	})
