@@ -38,6 +38,24 @@ func startChatty(t *testing.T, c *cri.Client, logDir, sandbox string) (string, s
 	return startLogger(t, c, logDir, sandbox, "i=0; while true; do echo line$i; i=$((i+1)); done")
 }
 
+// runManager runs a manager of logs up to maxSize bytes (4 files) on a
+// fake clock until the test ends, and returns the clock once the
+// manager's tickers wait on it.
+func runManager(t *testing.T, ctx context.Context, c *cri.Client, maxSize int64) *clocktesting.FakeClock {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m, err := crilogs.NewManager(c, crilogs.Policy{MaxSize: maxSize, MaxFiles: 4}, crilogs.DefaultMonitorInterval, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testutil.Until(t, 5*time.Second, "the manager's tickers", clk.HasWaiters)
+	return clk
+}
+
 // startLogger runs script in a container of a new sandbox and returns its
 // ID and log path.
 func startLogger(t *testing.T, c *cri.Client, logDir, sandbox, script string) (string, string) {
@@ -166,16 +184,8 @@ func TestSizeCheckedBetweenPasses(t *testing.T) {
 	id, path := startChatty(t, c, logDir, "fast")
 	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
 
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const maxSize = 64 << 10
-	m, err := crilogs.NewManager(c, crilogs.Policy{MaxSize: maxSize, MaxFiles: 4}, crilogs.DefaultMonitorInterval, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	testutil.Until(t, 5*time.Second, "the manager's tickers", clk.HasWaiters)
+	clk := runManager(t, ctx, c, maxSize)
 	clk.Step(crilogs.DefaultMonitorInterval) // the first pass finds the container
 	rotatedCount := func() int {
 		r, err := crilogs.RotatedFiles(path)
@@ -247,16 +257,8 @@ func TestQuietLogMeasuredAtSizeChecksOnly(t *testing.T) {
 		return nil
 	})
 
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const maxSize = 64 << 10
-	m, err := crilogs.NewManager(c, crilogs.Policy{MaxSize: maxSize, MaxFiles: 4}, crilogs.DefaultMonitorInterval, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	testutil.Until(t, 5*time.Second, "the manager's tickers", clk.HasWaiters)
+	clk := runManager(t, ctx, c, maxSize)
 	settle := func() { time.Sleep(150 * time.Millisecond) } // the check a tick starts
 	settle()
 	clk.Step(crilogs.SizeCheckInterval) // a second size check: the log did not grow

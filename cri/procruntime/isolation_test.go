@@ -36,6 +36,25 @@ func (e *env) execOut(id string, cmd ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// ttyExecEndsWithItsClient opens a shell on a terminal in container id,
+// then closes the client without exiting the shell: the session must end
+// (its terminal hangs up) within 20 s.
+func (e *env) ttyExecEndsWithItsClient(t *testing.T, id string) {
+	t.Helper()
+	resp, err := e.rawRuntime().Exec(ctx(t), &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh"}, Tty: true, Stdin: true, Stdout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := cristream.OpenTerminal(t, resp.Url, nil)
+	term.TypeUntil(t, "echo in-$((1+1))", "in-2")
+	term.Close() // the client goes away without exiting the shell
+	select {
+	case <-term.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the session outlived its client's input by 20s")
+	}
+}
+
 func TestIsolation(t *testing.T) {
 	e := newIsolatedEnv(t)
 	hostName, _ := os.Hostname()
@@ -137,18 +156,7 @@ func TestIsolation(t *testing.T) {
 	})
 
 	t.Run("tty exec ends with its client's input", func(t *testing.T) {
-		resp, err := e.rawRuntime().Exec(ctx(t), &runtimeapi.ExecRequest{ContainerId: idA, Cmd: []string{"sh"}, Tty: true, Stdin: true, Stdout: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		term := cristream.OpenTerminal(t, resp.Url, nil)
-		term.TypeUntil(t, "echo in-$((1+1))", "in-2")
-		term.Close() // the client goes away without exiting the shell
-		select {
-		case <-term.Done():
-		case <-time.After(20 * time.Second):
-			t.Fatal("the session outlived its client's input by 20s")
-		}
+		e.ttyExecEndsWithItsClient(t, idA)
 		ps := e.execOut(idA, "sh", "-c", "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done")
 		for _, line := range strings.Split(ps, "\n") {
 			if strings.TrimSpace(line) == "sh" {

@@ -8,11 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/actorlet/actorlet/test/cristream"
 )
 
 // ignoredSignals reads the mask of the signals process pid ignores.
@@ -58,16 +53,5 @@ func TestSignalsTheAgentIgnoresAreDefaultInPods(t *testing.T) {
 		t.Errorf("an exec'd process ignores signals the agent ignores: %q (%v)", out, err)
 	}
 
-	resp, err := e.rawRuntime().Exec(ctx(t), &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh"}, Tty: true, Stdin: true, Stdout: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	term := cristream.OpenTerminal(t, resp.Url, nil)
-	term.TypeUntil(t, "echo in-$((2+2))", "in-4")
-	term.Close() // the client goes away without exiting the shell
-	select {
-	case <-term.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("with SIGHUP ignored by the agent, a tty exec outlived its client's input by 20s")
-	}
+	e.ttyExecEndsWithItsClient(t, id) // with SIGHUP ignored by the agent
 }

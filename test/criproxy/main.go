@@ -85,6 +85,13 @@ func run(ctx context.Context, listen, upstream, countsFile string) error {
 	return err
 }
 
+// maxMethods bounds the methods counted by name (CRI has about 40); the
+// calls of any further one are counted under otherMethods.
+const (
+	maxMethods   = 256
+	otherMethods = "(other methods)"
+)
+
 // frame is one message, forwarded as the bytes it came in.
 type frame struct{ b []byte }
 
@@ -110,9 +117,7 @@ func (p *proxy) forward(_ any, ss grpc.ServerStream) error {
 	if !ok {
 		return errors.New("no method")
 	}
-	p.mu.Lock()
-	p.calls[method]++
-	p.mu.Unlock()
+	p.count(method)
 	ctx := ss.Context()
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		ctx = metadata.NewOutgoingContext(ctx, md)
@@ -150,6 +155,16 @@ func (p *proxy) forward(_ any, ss grpc.ServerStream) error {
 			return err
 		}
 	}
+}
+
+// count adds a call of method.
+func (p *proxy) count(method string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, known := p.calls[method]; !known && len(p.calls) >= maxMethods {
+		method = otherMethods // a client naming ever new methods cannot grow the table
+	}
+	p.calls[method]++
 }
 
 // write rewrites file with the counts so far.

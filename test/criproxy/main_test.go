@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,5 +59,17 @@ func TestForwardsAndCounts(t *testing.T) {
 			b, _ := os.ReadFile(counts)
 			return strings.Contains(string(b), want+"\n")
 		})
+	}
+}
+
+// A client naming ever new methods cannot grow the count table past
+// maxMethods: the rest are counted together.
+func TestMethodTableBounded(t *testing.T) {
+	p := &proxy{calls: map[string]int{}}
+	for i := range 2 * maxMethods {
+		p.count(fmt.Sprintf("/x.Service/M%d", i))
+	}
+	if len(p.calls) != maxMethods+1 || p.calls[otherMethods] != maxMethods {
+		t.Fatalf("%d methods in the table, %d calls under %q; want %d and %d", len(p.calls), p.calls[otherMethods], otherMethods, maxMethods+1, maxMethods)
 	}
 }
