@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/actorlet/actorlet/messages/wire"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // waitRunning watches the StatusBucket until every applied pod reached the
@@ -62,6 +63,7 @@ func (c *cli) watchPods(ctx context.Context, pods []applied, fromCurrent bool, t
 	if err != nil {
 		return err
 	}
+	floor := snapshotFloor(ctx, kv)
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("watch %s: %w", wire.StatusBucket, err)
@@ -72,6 +74,7 @@ func (c *cli) watchPods(ctx context.Context, pods []applied, fromCurrent bool, t
 		statuses[i] = map[string]*v1.Pod{}
 	}
 	current := !fromCurrent // the watcher delivered the current values
+	initialDone, seen := false, uint64(0)
 	for {
 		select {
 		case <-ctx.Done():
@@ -87,11 +90,13 @@ func (c *cli) watchPods(ctx context.Context, pods []applied, fromCurrent bool, t
 			return ctx.Err()
 		case e := <-w.Updates():
 			if e == nil {
-				current = true
+				initialDone = true
 			} else {
+				seen = max(seen, e.Revision())
 				c.record(pods, statuses, e.Key(), e.Value())
 			}
 		}
+		current = current || initialDone && seen >= floor
 		if !current {
 			continue
 		}
@@ -99,6 +104,26 @@ func (c *cli) watchPods(ctx context.Context, pods []applied, fromCurrent bool, t
 			return err
 		}
 	}
+}
+
+// snapshotFloor is the last revision of kv's stream now, 0 when the
+// bucket is empty or its state cannot be read: a watcher of the whole
+// bucket started after this has delivered every current value once it has
+// sent its end-of-initial-values nil and an entry at or past this revision
+// (it delivers in revision order). The nil alone can come early while
+// other writes land: the pending count a message carries, which the
+// watcher's end relies on, can reach 0 and rise again (nats-server#4824);
+// a delete --wait then saw its pod's status missing and said "gone" while
+// the pod was still terminating.
+func snapshotFloor(ctx context.Context, kv jetstream.KeyValue) uint64 {
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return 0
+	}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		return bs.StreamInfo().State.LastSeq
+	}
+	return 0
 }
 
 // progress prints line as pod i's progress when it differs from the last
