@@ -177,7 +177,9 @@ func (p *plegActor) onTick(ctx actor.Context, period time.Duration) {
 // is due at a tick of tick: give or take half a tick, as ticks and starts
 // do not line up exactly; at every tick when the period is not longer.
 func due(since, period, tick time.Duration) bool {
-	return period <= tick || since+tick/2 >= period
+	// since-side addition could overflow: since is the clock's distance
+	// from a zero time before the first start (about 2,000 years, capped).
+	return period <= tick || since >= period-tick/2
 }
 
 // startRelist runs a relist in a goroutine unless one is already running.

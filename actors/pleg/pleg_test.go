@@ -324,3 +324,23 @@ func TestRuntimeStatusPolledEveryPeriod(t *testing.T) {
 		t.Fatalf("Status polled %d times in 10 ticks of 1 s with a 5 s period, want 2 or 3", got)
 	}
 }
+
+// A task never started is due at once, however far its zero start time
+// is (time.Since of it is the largest Duration: adding to it overflowed).
+func TestDueNeverStarted(t *testing.T) {
+	never := clocktesting.NewFakeClock(t0).Since(time.Time{})
+	for _, c := range []struct {
+		since, period time.Duration
+		want          bool
+	}{
+		{never, 30 * time.Second, true},
+		{never, 5 * time.Second, true},
+		{29*time.Second + 500*time.Millisecond, 30 * time.Second, true},
+		{29 * time.Second, 30 * time.Second, false},
+		{0, time.Second, true},
+	} {
+		if got := due(c.since, c.period, time.Second); got != c.want {
+			t.Errorf("due(%s, %s, 1s) = %v, want %v", c.since, c.period, got, c.want)
+		}
+	}
+}
