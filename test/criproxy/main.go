@@ -56,7 +56,11 @@ func run(ctx context.Context, listen, upstream, countsFile string) error {
 	}
 	defer conn.Close()
 	_ = os.Remove(listen)
+	// The socket reaches the runtime with its caller's rights (root's, for
+	// containerd): only its owner may connect, whatever the umask.
+	old := syscall.Umask(0o177)
 	l, err := net.Listen("unix", listen)
+	syscall.Umask(old)
 	if err != nil {
 		return err
 	}

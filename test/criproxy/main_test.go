@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ func TestMain(m *testing.M) { proctest.MainQuiet(m, "") }
 // Calls through the proxy reach the runtime, answers and errors come back
 // unchanged, and each call is counted by its method.
 func TestForwardsAndCounts(t *testing.T) {
+	defer syscall.Umask(syscall.Umask(0)) // the widest umask: the socket must still be private
 	dir := t.TempDir()
 	_, rt := proctest.Start(t, filepath.Join(dir, "state"))
 	sock, counts := filepath.Join(dir, "proxy.sock"), filepath.Join(dir, "counts.txt")
@@ -34,6 +36,9 @@ func TestForwardsAndCounts(t *testing.T) {
 		}
 	}()
 	testutil.Until(t, 5*time.Second, "the proxy's socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	if st, err := os.Stat(sock); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the proxy's socket: %v, %v; want mode 0600 (only its owner reaches the runtime)", st.Mode(), err)
+	}
 	c, err := cri.Dial(ctx, "unix://"+sock)
 	if err != nil {
 		t.Fatal(err)
