@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -377,6 +378,37 @@ func (c *Cluster) WaitMetaLeader() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	c.t.Fatalf("JetStream cluster %s has no meta leader after %s", c.Name, clusterReadyTimeout)
+}
+
+// WaitHealthy waits until every running server reports itself healthy
+// (its /healthz: the meta group, and every stream and consumer replica
+// assigned to it, current). A test restarting servers one at a time
+// waits for it before each stop: a server stopped while another is still
+// catching up can take the last current replica of a stream away, and
+// the stream then has no quorum until the other has caught up.
+func (c *Cluster) WaitHealthy() {
+	c.t.Helper()
+	deadline := time.Now().Add(clusterReadyTimeout)
+	var why string
+	for time.Now().Before(deadline) {
+		why = ""
+		c.mu.Lock()
+		for i, s := range c.servers {
+			if s == nil {
+				continue
+			}
+			if h := s.Healthz(nil); h.StatusCode != http.StatusOK {
+				why = fmt.Sprintf("%s: %s", c.opts[i].ServerName, h.Error)
+				break
+			}
+		}
+		c.mu.Unlock()
+		if why == "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("JetStream cluster %s not healthy after %s: %s", c.Name, clusterReadyTimeout, why)
 }
 
 // WaitStreamLeader waits until stream has a leader among the running

@@ -68,8 +68,14 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 	added := 0
 	// restart stops server i and starts it again, before the new write or
 	// (down) after it: the write then lands while the server is away.
-	restart := func(what string, i int, down bool) {
+	restart := func(what string, pick func() int, down bool) {
 		t.Helper()
+		// Each fault is one server away from a healthy cluster: stopping
+		// a server while the one restarted before still catches up could
+		// leave a stream without a quorum, a second fault. The server is
+		// picked once the cluster is healthy (leaders may move until then).
+		cl.WaitHealthy()
+		i := pick()
 		if i < 0 {
 			t.Fatalf("no server is %s", what)
 		}
@@ -102,11 +108,13 @@ func TestServerRestartRemovesNoPod(t *testing.T) {
 		}
 	}
 	for _, down := range []bool{false, true} {
-		restart("the node's server", cl.ServerOf("node-"+node), down)
-		restart("the desired stream's leader", cl.StreamLeader(busauth.DesiredStream), down)
-		restart("the node consumer's leader", cl.ConsumerLeader(busauth.DesiredStream, wire.NodeDesiredConsumer(node)), down)
+		restart("the node's server", func() int { return cl.ServerOf("node-" + node) }, down)
+		restart("the desired stream's leader", func() int { return cl.StreamLeader(busauth.DesiredStream) }, down)
+		restart("the node consumer's leader", func() int {
+			return cl.ConsumerLeader(busauth.DesiredStream, wire.NodeDesiredConsumer(node))
+		}, down)
 	}
 	for i := 0; i < cl.Size(); i++ {
-		restart("server "+fmt.Sprint(i), i, false)
+		restart("server "+fmt.Sprint(i), func() int { return i }, false)
 	}
 }
