@@ -122,7 +122,7 @@ func (p *plegActor) common(ctx actor.Context) {
 		}
 	case containerEventsObserved:
 		for i := range msg.events {
-			p.tell(ctx, &msg.events[i])
+			p.report(ctx, &msg.events[i])
 		}
 	}
 }
@@ -216,7 +216,7 @@ func (p *plegActor) onRelistDone(ctx actor.Context, d relistDone) {
 		for i := range d.events {
 			ev := &d.events[i]
 			klog.V(4).InfoS("PLEG event", "podUID", ev.PodUID, "type", ev.Type, "containerID", ev.ContainerID)
-			p.tell(ctx, ev)
+			p.report(ctx, ev)
 		}
 	}
 	p.checkHealth(ctx)
@@ -331,6 +331,14 @@ func (p *plegActor) stopStreamRetry() {
 		p.cancelStreamRetry()
 		p.cancelStreamRetry = nil
 	}
+}
+
+// report passes a lifecycle event to the EventObserver and the parent.
+func (p *plegActor) report(ctx actor.Context, ev *messages.PodLifecycleEvent) {
+	if obs := p.cfg.EventObserver; obs != nil {
+		obs(*ev)
+	}
+	p.tell(ctx, ev)
 }
 
 // tell sends a fact to the parent (the supervisor). Facts go as pointers,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/messages"
 	"k8s.io/utils/clock"
 )
 
@@ -54,6 +55,10 @@ type Config struct {
 	// Observer, when set, is called after every relist (for metrics). It must
 	// not block.
 	Observer func(RelistObservation)
+	// EventObserver, when set, sees every lifecycle event the PLEG reports,
+	// before the supervisor does (the container log manager learns of
+	// started and dead containers from it). It must not block.
+	EventObserver func(messages.PodLifecycleEvent)
 }
 
 // RelistObservation describes one finished relist.

@@ -198,7 +198,9 @@ func TestEventedPLEG(t *testing.T) {
 	cfg.CRI = stream
 	var relisted atomic.Int32 // relists the actor has seen finish
 	cfg.Observer = func(RelistObservation) { relisted.Add(1) }
-	rec := spawnPLEG(t, cfg)
+	rec := &recorder{}
+	defer observeEvents(t, &cfg, rec.events)()
+	rec = spawnRecorder(t, cfg, rec)
 
 	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
 

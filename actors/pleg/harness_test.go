@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -247,4 +248,26 @@ func spawnRecorder(t *testing.T, cfg Config, rec *recorder) *recorder {
 		}
 	})
 	return rec
+}
+
+// observeEvents sets cfg's EventObserver and returns a check, for the end
+// of a test, that the observer saw every event the parent got, in order,
+// each before the parent did.
+func observeEvents(t *testing.T, cfg *Config, rec func() []messages.PodLifecycleEvent) (check func()) {
+	var mu sync.Mutex
+	var seen []messages.PodLifecycleEvent
+	cfg.EventObserver = func(ev messages.PodLifecycleEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, ev)
+	}
+	return func() {
+		t.Helper()
+		got := rec() // first: the observer's list is then at least as long
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) == 0 || len(seen) < len(got) || !slices.Equal(seen[:len(got)], got) {
+			t.Fatalf("the event observer saw %v, the parent got %v", seen, got)
+		}
+	}
 }

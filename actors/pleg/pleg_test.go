@@ -88,6 +88,7 @@ func TestRelistSendsEventsAfterCacheUpdate(t *testing.T) {
 	var seenMu sync.Mutex
 	seen := map[messages.PodLifecycleEvent]cri.ContainerState{}
 	rec := &recorder{}
+	defer observeEvents(t, &cfg, rec.events)()
 	rec.onEvent = func(e messages.PodLifecycleEvent) {
 		s, _ := cfg.Cache.Get(e.PodUID)
 		st := cri.ContainerState("absent")
