@@ -23,12 +23,13 @@ const (
 	DefaultMaxSize         = 10 << 20
 	DefaultMaxFiles        = 5
 	DefaultMonitorInterval = 10 * time.Second
-	// SizeCheckInterval is how often the running containers' log sizes
-	// are checked between two full passes (one CRI ListContainers call
-	// and a stat per container, as cheap as a PLEG relist): a file
-	// outgrows MaxSize by what its container writes in about this long
-	// plus the rotation itself, not in a whole monitor interval (a
-	// container writing 14 MB/s made 138 MB files of a 10Mi limit).
+	// SizeCheckInterval is how often the known logs (the running
+	// containers' at the last list) are measured between two full passes,
+	// a stat each and no runtime call: a file outgrows MaxSize by what
+	// its container writes in about this long plus the rotation itself,
+	// not in a whole monitor interval (a container writing 14 MB/s made
+	// 138 MB files of a 10Mi limit). It is also the shortest time between
+	// two lists of the running containers that ContainersChanged asks for.
 	SizeCheckInterval = time.Second
 	// StatInterval is how often, between two size checks, the logs the
 	// last check found growing are measured again (a stat each, no runtime
@@ -98,6 +99,8 @@ type Manager struct {
 	// slow compression does not let the current file grow unchecked.
 	async atomic.Bool
 	wake  chan struct{}
+	// changed is signalled by ContainersChanged.
+	changed chan struct{}
 }
 
 // NewManager returns a manager; Run starts it.
@@ -115,11 +118,16 @@ func NewManager(rt Runtime, policy Policy, interval time.Duration, clk clock.Wit
 		clk = clock.RealClock{}
 	}
 	return &Manager{rt: rt, policy: policy, interval: interval, clock: clk, known: map[string]string{},
-		growing: map[string]bool{}, sizes: map[string]int64{}, pending: map[string]bool{}, wake: make(chan struct{}, 1)}, nil
+		growing: map[string]bool{}, sizes: map[string]int64{}, pending: map[string]bool{}, wake: make(chan struct{}, 1),
+		changed: make(chan struct{}, 1)}, nil
 }
 
 // Run rotates logs every interval until ctx ends, and in between checks
-// their sizes every SizeCheckInterval.
+// their sizes: every known log each SizeCheckInterval, the growing ones
+// each StatInterval. The running containers are listed at every pass and,
+// at most once a SizeCheckInterval, after ContainersChanged: a node whose
+// containers neither start nor stop makes no runtime call between passes,
+// and an idle one (no containers) does not wake at all between them.
 func (m *Manager) Run(ctx context.Context) {
 	m.async.Store(true)
 	defer m.async.Store(false)
@@ -128,28 +136,133 @@ func (m *Manager) Run(ctx context.Context) {
 	defer func() { <-compressed }()
 	t := m.clock.NewTicker(m.interval)
 	defer t.Stop()
-	stats := m.clock.NewTicker(min(StatInterval, m.interval))
-	defer stats.Stop()
 	m.CheckSizes(ctx) // now, not an interval after the agent started
-	listed := m.clock.Now()
+	now := m.clock.Now()
+	s := checkSchedule{listed: now, measured: now, statted: now}
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
+		var wake <-chan time.Time
+		if timer != nil {
+			timer.Stop()
+			timer = nil
+		}
+		if d, ok := s.next(m.clock.Now(), m.counts()); ok {
+			timer = m.clock.NewTimer(d)
+			wake = timer.C()
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-stats.C():
-			if m.clock.Since(listed) >= SizeCheckInterval {
-				m.CheckSizes(ctx)
-				listed = m.clock.Now()
-			} else {
-				m.checkKnown(ctx)
-			}
-			continue
+		case <-m.changed:
+			s.listPending = true
+		case <-wake:
 		case <-t.C():
+			if err := m.RotateLogs(ctx); err != nil && ctx.Err() == nil {
+				klog.ErrorS(err, "Failed to rotate container logs")
+			}
+			now := m.clock.Now()
+			s.listed, s.measured, s.statted, s.listPending = now, now, now, false
+			continue
 		}
-		if err := m.RotateLogs(ctx); err != nil && ctx.Err() == nil {
-			klog.ErrorS(err, "Failed to rotate container logs")
+		now := m.clock.Now()
+		switch s.due(now, m.counts()) {
+		case checkList:
+			m.CheckSizes(ctx)
+			s.listed, s.measured, s.statted, s.listPending = now, now, now, false
+		case checkAll:
+			m.checkKnown(ctx, true)
+			s.measured, s.statted = now, now
+		case checkGrowing:
+			m.checkKnown(ctx, false)
+			s.statted = now
 		}
 	}
+}
+
+// ContainersChanged tells Run that containers started or stopped: it
+// lists the running containers again (at most once a SizeCheckInterval),
+// so a new container's log is measured from its first second. It never
+// blocks.
+func (m *Manager) ContainersChanged() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
+}
+
+// logCounts is how many logs are known (the running containers' at the
+// last list) and how many of them grew at their last measure.
+type logCounts struct{ known, growing int }
+
+func (m *Manager) counts() logCounts {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := logCounts{known: len(m.known)}
+	for _, path := range m.known {
+		if m.growing[path] {
+			c.growing++
+		}
+	}
+	return c
+}
+
+// checkKind is the check a wake-up of Run does.
+type checkKind int
+
+const (
+	checkNone    checkKind = iota
+	checkList              // list the running containers, measure every log
+	checkAll               // measure every known log
+	checkGrowing           // measure the known logs that grew
+)
+
+// checkSchedule is when Run last listed the containers, measured every
+// log and measured the growing ones, and whether a change asks for a list.
+type checkSchedule struct {
+	listed, measured, statted time.Time
+	listPending               bool
+}
+
+// due is the check to do at now, the most thorough one that is due.
+func (s checkSchedule) due(now time.Time, c logCounts) checkKind {
+	switch {
+	case s.listPending && !now.Before(s.listed.Add(SizeCheckInterval)):
+		return checkList
+	case c.known > 0 && !now.Before(s.measured.Add(SizeCheckInterval)):
+		return checkAll
+	case c.growing > 0 && !now.Before(s.statted.Add(StatInterval)):
+		return checkGrowing
+	}
+	return checkNone
+}
+
+// next is how long until the next check is due, false when none will be
+// without a change (no pending list and no known log).
+func (s checkSchedule) next(now time.Time, c logCounts) (time.Duration, bool) {
+	var at time.Time
+	earliest := func(t time.Time) {
+		if at.IsZero() || t.Before(at) {
+			at = t
+		}
+	}
+	if s.listPending {
+		earliest(s.listed.Add(SizeCheckInterval))
+	}
+	if c.known > 0 {
+		earliest(s.measured.Add(SizeCheckInterval))
+	}
+	if c.growing > 0 {
+		earliest(s.statted.Add(StatInterval))
+	}
+	if at.IsZero() {
+		return 0, false
+	}
+	return max(at.Sub(now), 0), true
 }
 
 // CheckSizes lists the running containers (one CRI call; a container's
@@ -236,15 +349,15 @@ func (m *Manager) rotateIfFull(ctx context.Context, id, path string) {
 	klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
 }
 
-// checkKnown rotates the logs of the containers the last check found that
-// reached MaxSize, with no runtime call but the rotation's own reopen. Only
-// the logs that were growing are measured: a quiet one (most of a node's)
-// costs a stat per size check, not five.
-func (m *Manager) checkKnown(ctx context.Context) {
+// checkKnown rotates the logs of the containers the last list found that
+// reached MaxSize, with no runtime call but the rotation's own reopen:
+// every log (all), or only those that were growing: a quiet one (most of
+// a node's) costs a stat per size check, not five.
+func (m *Manager) checkKnown(ctx context.Context, all bool) {
 	m.mu.Lock()
 	known := make(map[string]string, len(m.known))
 	for id, path := range m.known {
-		if m.growing[path] {
+		if all || m.growing[path] {
 			known[id] = path
 		}
 	}

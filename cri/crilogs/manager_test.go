@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,8 +44,15 @@ func startChatty(t *testing.T, c *cri.Client, logDir, sandbox string) (string, s
 // manager's tickers wait on it.
 func runManager(t *testing.T, ctx context.Context, c *cri.Client, maxSize int64) *clocktesting.FakeClock {
 	t.Helper()
+	clk, _ := runManagerOf(t, ctx, c, maxSize)
+	return clk
+}
+
+// runManagerOf is runManager on any runtime, and returns the manager too.
+func runManagerOf(t *testing.T, ctx context.Context, rt crilogs.Runtime, maxSize int64) (*clocktesting.FakeClock, *crilogs.Manager) {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	m, err := crilogs.NewManager(c, crilogs.Policy{MaxSize: maxSize, MaxFiles: 4}, crilogs.DefaultMonitorInterval, clk)
+	m, err := crilogs.NewManager(rt, crilogs.Policy{MaxSize: maxSize, MaxFiles: 4}, crilogs.DefaultMonitorInterval, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +61,7 @@ func runManager(t *testing.T, ctx context.Context, c *cri.Client, maxSize int64)
 	go func() { defer close(done); m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	testutil.Until(t, 5*time.Second, "the manager's tickers", clk.HasWaiters)
-	return clk
+	return clk, m
 }
 
 // startLogger runs script in a container of a new sandbox and returns its
@@ -294,4 +302,81 @@ func TestQuietLogMeasuredAtSizeChecksOnly(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// countingRuntime counts the ListContainers calls it passes on.
+type countingRuntime struct {
+	*cri.Client
+	lists atomic.Int64
+}
+
+func (r *countingRuntime) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	r.lists.Add(1)
+	return r.Client.ListContainers(ctx, f)
+}
+
+// Between two passes the manager lists the running containers only when
+// told that containers changed: a node whose containers neither start nor
+// stop makes no runtime call between passes (its quiet logs are measured
+// each size check all the same), and a container started in between is
+// listed at the next size check after ContainersChanged, its log bounded
+// from then on.
+func TestListsOnlyWhenContainersChange(t *testing.T) {
+	c, logDir := startRuntime(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := &countingRuntime{Client: c}
+	const maxSize = 64 << 10
+	clk, m := runManagerOf(t, ctx, rt, maxSize)
+	settle := func() { time.Sleep(100 * time.Millisecond) }
+	settle()
+	if n := rt.lists.Load(); n != 1 {
+		t.Fatalf("%d lists at the start, want 1", n)
+	}
+	// No containers, no change: nothing wakes the manager for half the
+	// time to the next pass.
+	for step := time.Duration(0); step < crilogs.DefaultMonitorInterval/2; step += crilogs.StatInterval {
+		clk.Step(crilogs.StatInterval)
+	}
+	settle()
+	if n := rt.lists.Load(); n != 1 {
+		t.Fatalf("%d lists before the first pass with no change, want 1", n)
+	}
+
+	id, path := startLogger(t, c, logDir, "late", "echo hello; exec sleep 3600")
+	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "hello") {
+			return fmt.Errorf("no first line in %s yet", path)
+		}
+		return nil
+	})
+	m.ContainersChanged()
+	// The last list was more than a size check ago: the change lists now.
+	testutil.Until(t, 5*time.Second, "a list after the change", func() bool { return rt.lists.Load() == 2 })
+	// The new log is known: past MaxSize, it is rotated at the next size
+	// check, and still with no list.
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Write([]byte(strings.Repeat("x", 2*maxSize)))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(crilogs.SizeCheckInterval)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		r, err := crilogs.RotatedFiles(path)
+		if err != nil {
+			return err
+		}
+		if len(r) == 0 {
+			return fmt.Errorf("the log passed %d bytes and was not rotated at the next size check", maxSize)
+		}
+		return nil
+	})
+	if n := rt.lists.Load(); n != 2 {
+		t.Fatalf("%d lists, want 2 (the start and the change)", n)
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/actorlet/actorlet/actors/supervisor"
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/cri"
+	"github.com/actorlet/actorlet/cri/crilogs"
 	"github.com/actorlet/actorlet/cri/imagegc"
 	"github.com/actorlet/actorlet/cri/kuberuntime"
 	"github.com/actorlet/actorlet/cri/procruntime"
@@ -53,6 +54,7 @@ type Agent struct {
 	runtimeVer string
 	manager    *kuberuntime.Manager
 	imageGC    *imagegc.Manager // nil: image GC off
+	logs       *crilogs.Manager // nil: log rotation off
 	conn       *bus.Conn
 	recorder   *events.Recorder
 	statuses   *publish.StatusPublisher // owns the node's status entries
@@ -334,7 +336,8 @@ func (a *Agent) startActors() error {
 	a.statuses = publisher
 	sink := &agentSink{next: publisher, metrics: a.metrics}
 
-	plegCfg := pleg.Config{Runtime: a.manager, CRI: a.runtime, Cache: cache, RelistPeriod: cfg.RelistPeriod, NodeName: cfg.NodeName, Observer: a.metrics.observeRelist}
+	plegCfg := pleg.Config{Runtime: a.manager, CRI: a.runtime, Cache: cache, RelistPeriod: cfg.RelistPeriod, NodeName: cfg.NodeName,
+		Observer: a.metrics.observeRelist, EventObserver: a.observeLifecycle}
 	if err := plegCfg.Validate(); err != nil {
 		return err
 	}

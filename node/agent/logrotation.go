@@ -9,6 +9,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/cri/crilogs"
+	"github.com/actorlet/actorlet/messages"
 )
 
 // startLogRotation rotates the running containers' logs as the kubelet's
@@ -31,6 +32,7 @@ func (a *Agent) startLogRotation(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.logs = m
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -41,4 +43,18 @@ func (a *Agent) startLogRotation(ctx context.Context) error {
 	klog.InfoS("Container log rotation on", "maxSize", a.cfg.ContainerLogMaxSize, "maxFiles", a.cfg.ContainerLogMaxFiles,
 		"interval", a.cfg.ContainerLogMonitorInterval)
 	return nil
+}
+
+// observeLifecycle sees the PLEG's events: a container that started or
+// died has the log manager list the running containers again, so a new
+// log is measured from its first second while a node whose containers do
+// not change makes no list between the manager's passes.
+func (a *Agent) observeLifecycle(ev messages.PodLifecycleEvent) {
+	if a.logs == nil {
+		return
+	}
+	switch ev.Type {
+	case messages.ContainerStarted, messages.ContainerDied, messages.ContainerRemoved:
+		a.logs.ContainersChanged()
+	}
 }
