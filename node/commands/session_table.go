@@ -67,10 +67,12 @@ type sessions struct {
 	mu   sync.Mutex
 	open map[string]*session
 	wg   sync.WaitGroup // run goroutines and request handlers
+	// opened wakes the janitor, which sleeps while no session is open.
+	opened chan struct{}
 }
 
 func (s *Service) startSessions() error {
-	t := &sessions{svc: s, opts: s.opts.Sessions, open: map[string]*session{}}
+	t := &sessions{svc: s, opts: s.opts.Sessions, open: map[string]*session{}, opened: make(chan struct{}, 1)}
 	t.opts.defaults()
 	sub, err := s.nc.Subscribe(wire.SessionSubject(s.opts.NodeName, "*", "*"), t.dispatch)
 	if err != nil {
@@ -94,9 +96,24 @@ func (t *sessions) stop() {
 	t.wg.Wait()
 }
 
-// janitor closes sessions whose client went away or that sat idle.
+// janitor closes sessions whose client went away or that sat idle. It
+// looks every Poll (at most a second) while a session is open, and sleeps
+// while none is.
 func (t *sessions) janitor() {
 	defer t.wg.Done()
+	for {
+		select {
+		case <-t.svc.ctx.Done():
+			return
+		case <-t.opened:
+		}
+		t.watch()
+	}
+}
+
+// watch checks the open sessions every Poll until none is left (or the
+// service stops).
+func (t *sessions) watch() {
 	tick := time.NewTicker(min(t.opts.Poll, time.Second))
 	defer tick.Stop()
 	for {
@@ -104,25 +121,35 @@ func (t *sessions) janitor() {
 		case <-t.svc.ctx.Done():
 			return
 		case now := <-tick.C:
-			t.mu.Lock()
-			for id, ss := range t.open {
-				lastClient, lastIO, ended := ss.times()
-				switch {
-				case now.Sub(lastClient) > t.opts.ClientTimeout:
-					if first, done := ss.terminate(wire.SessionEndClientGone); first {
-						klog.InfoS("Interactive session closed: client gone", "session", id, "pod", ss.pod, "silentFor", now.Sub(lastClient).Round(time.Second))
-					} else if done {
-						delete(t.open, id) // its stream already returned
-					}
-				case !ended && now.Sub(lastIO) > t.opts.IdleTimeout:
-					if first, _ := ss.terminate(wire.SessionEndIdle); first {
-						klog.InfoS("Interactive session closed: idle", "session", id, "pod", ss.pod, "idleTimeout", t.opts.IdleTimeout)
-					}
-				}
+			if t.expire(now) == 0 {
+				return
 			}
-			t.mu.Unlock()
 		}
 	}
+}
+
+// expire ends the sessions whose client is gone or that sat idle at now,
+// forgets the ended ones whose stream returned, and returns how many are
+// left.
+func (t *sessions) expire(now time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, ss := range t.open {
+		lastClient, lastIO, ended := ss.times()
+		switch {
+		case now.Sub(lastClient) > t.opts.ClientTimeout:
+			if first, done := ss.terminate(wire.SessionEndClientGone); first {
+				klog.InfoS("Interactive session closed: client gone", "session", id, "pod", ss.pod, "silentFor", now.Sub(lastClient).Round(time.Second))
+			} else if done {
+				delete(t.open, id) // its stream already returned
+			}
+		case !ended && now.Sub(lastIO) > t.opts.IdleTimeout:
+			if first, _ := ss.terminate(wire.SessionEndIdle); first {
+				klog.InfoS("Interactive session closed: idle", "session", id, "pod", ss.pod, "idleTimeout", t.opts.IdleTimeout)
+			}
+		}
+	}
+	return len(t.open)
 }
 
 // reserve takes a slot for a new session.
@@ -145,6 +172,10 @@ func (t *sessions) reserve(verb string, r *wire.SessionRequest, owner string) (*
 	}
 	ss := newSession(hex.EncodeToString(b), hex.EncodeToString(token), verb, r, owner, t.opts)
 	t.open[ss.id] = ss
+	select {
+	case t.opened <- struct{}{}:
+	default:
+	}
 	return ss, nil
 }
 
