@@ -270,36 +270,58 @@ func (s checkSchedule) next(now time.Time, c logCounts) (time.Duration, bool) {
 // reached MaxSize. A container started a moment ago is checked as soon as
 // one that ran for an hour.
 func (m *Manager) CheckSizes(ctx context.Context) {
-	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
-		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-	})
+	logs, err := m.listLogs(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			klog.V(2).InfoS("Failed to list containers for a log size check", "err", err)
 		}
 		return
 	}
-	m.mu.Lock()
-	known := m.known
-	m.mu.Unlock()
-	next := make(map[string]string, len(containers))
-	defer m.setKnown(next)
-	for _, c := range containers {
+	for id, path := range logs {
 		if ctx.Err() != nil {
 			return
 		}
+		m.rotateIfFull(ctx, id, path)
+	}
+}
+
+// listLogs lists the running containers and records their log paths as
+// the known logs. A container's path is asked (CRI ContainerStatus) once,
+// when the container is new: a container keeps its path for life.
+func (m *Manager) listLogs(ctx context.Context) (map[string]string, error) {
+	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	m.mu.Lock()
+	was := m.known
+	m.mu.Unlock()
+	logs := make(map[string]string, len(containers))
+	for _, c := range containers {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
 		id := c.GetId()
-		path, ok := known[id]
+		path, ok := was[id]
 		if !ok {
 			resp, err := m.rt.ContainerStatus(ctx, id, false)
-			if err != nil || resp.GetStatus().GetLogPath() == "" {
+			if err != nil {
+				klog.V(2).InfoS("Failed to get container status for log rotation", "containerID", id, "err", err)
 				continue
 			}
 			path = resp.GetStatus().GetLogPath()
 		}
-		next[id] = path
-		m.rotateIfFull(ctx, id, path)
+		if path != "" {
+			logs[id] = path
+		}
 	}
+	m.setKnown(logs)
+	return logs, nil
 }
 
 // setKnown records the running containers' log paths a pass found.
@@ -371,56 +393,25 @@ func (m *Manager) checkKnown(ctx context.Context, all bool) {
 }
 
 // RotateLogs looks at every running container once and rotates the logs
-// that reached MaxSize. One container's failure does not stop the others.
+// that reached MaxSize; a log whose current file is missing (a rotation
+// whose reopen failed) has the runtime create it again. One container's
+// failure does not stop the others.
 func (m *Manager) RotateLogs(ctx context.Context) error {
-	containers, err := m.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
-		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-	})
+	logs, err := m.listLogs(ctx)
 	if err != nil {
-		return fmt.Errorf("list containers: %w", err)
+		return err
 	}
-	known := map[string]string{}
-	defer m.setKnown(known)
-	for _, c := range containers {
+	for id, path := range logs {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
-			continue
-		}
-		id := c.GetId()
-		resp, err := m.rt.ContainerStatus(ctx, id, false)
-		if err != nil {
-			klog.ErrorS(err, "Failed to get container status for log rotation", "containerID", id)
-			continue
-		}
-		path := resp.GetStatus().GetLogPath()
-		if path == "" {
-			continue
-		}
-		known[id] = path
-		info, err := os.Stat(path)
-		if errors.Is(err, os.ErrNotExist) {
-			// A rotation whose reopen failed may have left no current
-			// file: have the runtime create it again.
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			if err := m.rt.ReopenContainerLog(ctx, id); err != nil {
 				klog.ErrorS(err, "Failed to reopen a missing container log", "containerID", id, "path", path)
-				continue
 			}
-			info, err = os.Stat(path)
-		}
-		if err != nil {
-			klog.ErrorS(err, "Failed to stat container log", "containerID", id, "path", path)
 			continue
 		}
-		if info.Size() < m.policy.MaxSize {
-			continue
-		}
-		if err := m.rotateLog(ctx, id, path); err != nil {
-			klog.ErrorS(err, "Failed to rotate container log", "containerID", id, "path", path)
-			continue
-		}
-		klog.V(2).InfoS("Rotated container log", "containerID", id, "path", path, "size", info.Size())
+		m.rotateIfFull(ctx, id, path)
 	}
 	return nil
 }

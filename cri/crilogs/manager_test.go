@@ -304,10 +304,16 @@ func TestQuietLogMeasuredAtSizeChecksOnly(t *testing.T) {
 	})
 }
 
-// countingRuntime counts the ListContainers calls it passes on.
+// countingRuntime counts the ListContainers and ContainerStatus calls it
+// passes on.
 type countingRuntime struct {
 	*cri.Client
-	lists atomic.Int64
+	lists, statuses atomic.Int64
+}
+
+func (r *countingRuntime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	r.statuses.Add(1)
+	return r.Client.ContainerStatus(ctx, id, verbose)
 }
 
 func (r *countingRuntime) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
@@ -378,5 +384,44 @@ func TestListsOnlyWhenContainersChange(t *testing.T) {
 	})
 	if n := rt.lists.Load(); n != 2 {
 		t.Fatalf("%d lists, want 2 (the start and the change)", n)
+	}
+}
+
+// A pass asks a container's log path once, when the container is new (a
+// node of 100 quiet pods made 600 ContainerStatus calls a minute for it),
+// and has the runtime create again a current file that is missing.
+func TestRotateLogsAsksPathOnceAndReopensMissing(t *testing.T) {
+	c, logDir := startRuntime(t)
+	ctx := context.Background()
+	id, path := startLogger(t, c, logDir, "once", "echo hello; exec sleep 3600")
+	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "hello") {
+			return fmt.Errorf("no first line in %s yet", path)
+		}
+		return nil
+	})
+	rt := &countingRuntime{Client: c}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m, err := crilogs.NewManager(rt, crilogs.Policy{MaxSize: 64 << 10, MaxFiles: 4}, time.Second, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pass := 1; pass <= 3; pass++ {
+		if err := m.RotateLogs(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := rt.statuses.Load(); n != 1 {
+			t.Fatalf("after %d passes over one container: %d ContainerStatus calls, want 1", pass, n)
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RotateLogs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the pass did not have the runtime create the missing log again: %v", err)
 	}
 }
