@@ -49,6 +49,19 @@ func (m *Manager) CleanupOrphanedPodDirs(ctx context.Context, keep func(types.UI
 	if err != nil {
 		return 0, fmt.Errorf("list pod directories: %w", err)
 	}
+	// The candidates: directories named as pod UIDs (only those are the
+	// agent's) of pods not kept. Most sweeps find none, and then ask the
+	// runtime nothing.
+	var candidates []types.UID
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if e.IsDir() && len(validation.IsDNS1123Subdomain(e.Name())) == 0 && !keep(uid) {
+			candidates = append(candidates, uid)
+		}
+	}
+	if len(candidates) == 0 {
+		return 0, nil
+	}
 	sandboxes, err := m.rt.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("orphaned pod directories not swept: list sandboxes: %w", err)
@@ -59,10 +72,8 @@ func (m *Manager) CleanupOrphanedPodDirs(ctx context.Context, keep func(types.UI
 	}
 	removed := 0
 	var errs []error
-	for _, e := range entries {
-		uid := types.UID(e.Name())
-		// Only directories named as pod UIDs are the agent's.
-		if !e.IsDir() || len(validation.IsDNS1123Subdomain(e.Name())) > 0 || keep(uid) || inRuntime[uid] {
+	for _, uid := range candidates {
+		if inRuntime[uid] {
 			continue
 		}
 		if removed == maxOrphanDirsPerSweep {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,5 +105,34 @@ func TestClaimWaitsForItsRemovalOnly(t *testing.T) {
 	<-claimed
 	if !m.podDirs["a"] || !m.podDirs["b"] {
 		t.Errorf("claims %v", m.podDirs)
+	}
+}
+
+// A sweep whose pod directories are all kept (every pod of a busy node is
+// desired) asks the runtime nothing: the housekeeping pass runs it every
+// two seconds.
+func TestSweepWithNothingToRemoveListsNoSandboxes(t *testing.T) {
+	e := newEnv(t)
+	for _, uid := range []string{"0f0e0d0c-0000-4000-8000-000000000011", "0f0e0d0c-0000-4000-8000-000000000012"} {
+		if err := os.MkdirAll(filepath.Join(e.m.opts.PodsDir, uid, "volumes"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := len(e.rt.FakeRuntimeService.GetCalls())
+	n, err := e.m.CleanupOrphanedPodDirs(context.Background(), func(types.UID) bool { return true })
+	if n != 0 || err != nil {
+		t.Fatalf("sweep = %d, %v; want 0, nil", n, err)
+	}
+	if calls := e.rt.FakeRuntimeService.GetCalls()[before:]; len(calls) != 0 {
+		t.Fatalf("a sweep with every directory kept called the runtime: %v", calls)
+	}
+	// One directory not kept: the runtime is asked, and the directory of
+	// a pod it has no sandbox of is removed.
+	n, err = e.m.CleanupOrphanedPodDirs(context.Background(), func(uid types.UID) bool { return uid != "0f0e0d0c-0000-4000-8000-000000000012" })
+	if n != 1 || err != nil {
+		t.Fatalf("sweep = %d, %v; want 1, nil", n, err)
+	}
+	if calls := e.rt.FakeRuntimeService.GetCalls(); !slices.Contains(calls, "ListPodSandbox") {
+		t.Fatalf("a sweep with a candidate did not list sandboxes: %v", calls)
 	}
 }
