@@ -210,27 +210,34 @@ func (c *Cluster) run(o *server.Options) *server.Server {
 }
 
 // freePort is a loopback TCP port free a moment ago, below the kernel's
-// ephemeral range: a cluster names every server's ports before it starts
-// them and reuses a port when it restarts a server, and a port of the
-// ephemeral range can be taken meanwhile by any outgoing connection on the
-// machine (a restart failed with "address already in use" under a loaded
-// make test).
+// ephemeral range (ListenStable).
 func freePort(t testing.TB) int {
+	t.Helper()
+	l := ListenStable(t)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ListenStable listens on a loopback TCP port below the kernel's ephemeral
+// range, for a port a test names before it starts a server and reuses
+// when it restarts it: a port of the ephemeral range can be taken
+// meanwhile by any outgoing connection on the machine (a restart failed
+// with "address already in use" under a loaded make test). The caller
+// closes the listener when the server is about to take the port.
+func ListenStable(t testing.TB) net.Listener {
 	t.Helper()
 	lo := ephemeralLow()
 	for range 100 {
 		port := lo - 1 - rand.IntN(min(lo-1024, 16384))
 		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			l.Close()
-			return port
+			return l
 		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("find a free port: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/actorlet/actorlet/bus"
+	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 	"github.com/actorlet/actorlet/test/testutil"
@@ -99,10 +100,9 @@ func (c *natsCluster) boot(n int) error {
 	// no two of them (nor a proxy) get the same one.
 	var held []net.Listener
 	pick := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			c.t.Fatalf("find a free port: %v", err)
-		}
+		// Below the ephemeral range: a restarted server takes its port
+		// again, which an outgoing connection may have taken meanwhile.
+		l := bustest.ListenStable(c.t)
 		held = append(held, l)
 		return l.Addr().(*net.TCPAddr).Port
 	}
