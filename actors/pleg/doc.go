@@ -32,6 +32,7 @@ import (
 
 	"github.com/actorlet/actorlet/cri"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Runtime is what PLEG needs from the runtime manager
@@ -42,4 +43,12 @@ type Runtime interface {
 	GetPods(ctx context.Context, all bool) ([]*cri.Pod, error)
 	// GetPodStatus inspects one pod's sandboxes and containers.
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*cri.PodStatus, error)
+}
+
+// EventStatuses is a Runtime that reads a pod's status from a container
+// event that carries it (cri/kuberuntime.Manager.PodStatusFromEvent):
+// the evented PLEG then caches it with no runtime call, as the kubelet's
+// does, when it covers all the PLEG knows of the pod.
+type EventStatuses interface {
+	PodStatusFromEvent(ev *runtimeapi.ContainerEventResponse) (*cri.PodStatus, bool)
 }

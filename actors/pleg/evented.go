@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/actorlet/actorlet/cri"
 	"github.com/actorlet/actorlet/messages"
@@ -110,6 +111,8 @@ type podEvent struct {
 	uid             types.UID
 	name, namespace string
 	event           *messages.PodLifecycleEvent
+	// last is the pod's newest event of the batch.
+	last *runtimeapi.ContainerEventResponse
 }
 
 // handleContainerEvents refreshes the pods of a batch of events in the
@@ -120,15 +123,18 @@ type podEvent struct {
 // status of a pod).
 func (p *plegActor) handleContainerEvents(ctx context.Context, batch []*runtimeapi.ContainerEventResponse) []messages.PodLifecycleEvent {
 	var pods []podEvent // one per pod to inspect, in order of arrival
-	seen := map[types.UID]bool{}
+	index := map[types.UID]int{}
 	var out []messages.PodLifecycleEvent
 	for _, ev := range batch {
 		pe, ok := p.readContainerEvent(ev)
 		if !ok {
 			continue
 		}
-		if !seen[pe.uid] {
-			seen[pe.uid] = true
+		pe.last = ev
+		if i, seen := index[pe.uid]; seen {
+			pods[i].last = ev
+		} else {
+			index[pe.uid] = len(pods)
 			pods = append(pods, pe)
 		}
 		if pe.event != nil {
@@ -152,8 +158,13 @@ func (p *plegActor) handleContainerEvents(ctx context.Context, batch []*runtimea
 	return out
 }
 
-// inspect reads a pod from the runtime into the cache.
+// inspect refreshes a pod in the cache: from its newest event when that
+// carries the pod's status (statusFromEvent), else read from the runtime.
 func (p *plegActor) inspect(ctx context.Context, pe podEvent) {
+	if status, ts, ok := p.statusFromEvent(pe); ok {
+		p.cfg.Cache.Set(pe.uid, status, nil, ts)
+		return
+	}
 	ts := p.cfg.Clock.Now()
 	podStatus, err := p.cfg.Runtime.GetPodStatus(ctx, pe.uid, pe.name, pe.namespace)
 	if ctx.Err() != nil {
@@ -163,6 +174,41 @@ func (p *plegActor) inspect(ctx context.Context, pe podEvent) {
 		klog.V(4).InfoS("Inspecting pod after container event failed", "pod", klog.KRef(pe.namespace, pe.name), "podUID", pe.uid, "err", err)
 	}
 	p.cfg.Cache.Set(pe.uid, podStatus, err, ts)
+}
+
+// statusFromEvent is the pod's status as its newest event of the batch
+// carries it, stamped with the time the runtime made the event (a status
+// the cache already holds from later, such as a pod sync's own read, is
+// kept), as the kubelet's evented PLEG does. Only an event that covers
+// all the cache knows of the pod is taken: the same one sandbox at most
+// and every container the cache holds, so a snapshot of one sandbox never
+// hides another (a pod whose sandbox was made again) and a removal is
+// read from the runtime.
+func (p *plegActor) statusFromEvent(pe podEvent) (*cri.PodStatus, time.Time, bool) {
+	rt, ok := p.cfg.Runtime.(EventStatuses)
+	if !ok || pe.last.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
+		return nil, time.Time{}, false
+	}
+	status, ok := rt.PodStatusFromEvent(pe.last)
+	if !ok || status.ID != pe.uid {
+		return nil, time.Time{}, false
+	}
+	cached, err := p.cfg.Cache.Get(pe.uid)
+	if err != nil {
+		return nil, time.Time{}, false
+	}
+	sandbox := status.SandboxStatuses[0].GetId()
+	for _, s := range cached.SandboxStatuses {
+		if s.GetId() != sandbox {
+			return nil, time.Time{}, false
+		}
+	}
+	for _, c := range cached.ContainerStatuses {
+		if status.FindContainerStatusByID(c.ID) == nil {
+			return nil, time.Time{}, false
+		}
+	}
+	return status, time.Unix(0, pe.last.GetCreatedAt()), true
 }
 
 // readContainerEvent tells whose pod an event is and what it stands for;

@@ -436,3 +436,91 @@ func TestQueuedEventsInspectEachPodOnce(t *testing.T) {
 		t.Errorf("pod u1's events = %v, want %v", got, u1)
 	}
 }
+
+// eventStatusLister is a podLister that reads a pod's status from an
+// event that carries it, as kuberuntime.Manager.PodStatusFromEvent does
+// (its own test compares that with a read of the runtime).
+type eventStatusLister struct{ *podLister }
+
+func (eventStatusLister) PodStatusFromEvent(ev *runtimeapi.ContainerEventResponse) (*cri.PodStatus, bool) {
+	ss := ev.GetPodSandboxStatus()
+	if ev.GetCreatedAt() == 0 || ss.GetId() == "" {
+		return nil, false
+	}
+	st := &cri.PodStatus{ID: types.UID(ss.GetMetadata().GetUid()), SandboxStatuses: []*runtimeapi.PodSandboxStatus{ss}}
+	for _, c := range ev.GetContainersStatuses() {
+		st.ContainerStatuses = append(st.ContainerStatuses, &cri.ContainerStatus{ID: c.GetId(), State: cri.ContainerStateOf(c.GetState())})
+	}
+	return st, true
+}
+
+// withContainers is ev carrying the statuses of containers (id → state)
+// of its sandbox, made by the runtime at at.
+func withContainers(ev *runtimeapi.ContainerEventResponse, at time.Time, containers map[string]runtimeapi.ContainerState) *runtimeapi.ContainerEventResponse {
+	ev.CreatedAt = at.UnixNano()
+	for id, state := range containers {
+		ev.ContainersStatuses = append(ev.ContainersStatuses, &runtimeapi.ContainerStatus{Id: id, State: state})
+	}
+	return ev
+}
+
+// An event that carries its pod's status (containerd 2.x, the process
+// runtime) refreshes the cache with no runtime read, stamped with the
+// time the runtime made it, when it covers what the cache knows of the
+// pod; one that does not (a container it lacks), a removal, or one a
+// client assembled is read from the runtime as before.
+func TestEventCarryingStatusIsCachedWithoutRead(t *testing.T) {
+	cfg, fake, lister, clk := newTestConfig()
+	cfg.Runtime = eventStatusLister{lister}
+	stream := newStreamingRuntime(fake)
+	cfg.CRI = stream
+	rec := spawnPLEG(t, cfg)
+	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
+	running, exited := runtimeapi.ContainerState_CONTAINER_RUNNING, runtimeapi.ContainerState_CONTAINER_EXITED
+	cached := func(id string) cri.ContainerState {
+		st, _ := cfg.Cache.Get("u1")
+		if cs := st.FindContainerStatusByID(id); cs != nil {
+			return cs.State
+		}
+		return "absent"
+	}
+
+	made := clk.Now().Add(time.Second)
+	stream.events <- withContainers(containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT), made, map[string]runtimeapi.ContainerState{"c1": running})
+	eventually(t, wait, "ContainerStarted", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerStarted, ContainerID: "c1"})
+	})
+	if got := cached("c1"); got != cri.ContainerStateRunning {
+		t.Fatalf("cached c1 %q, want running from the event", got)
+	}
+	if n := lister.statusCallsOf("u1"); n != 0 {
+		t.Fatalf("the pod was read %d times for an event that carried its status", n)
+	}
+	if _, err := cfg.Cache.GetNewerThan(context.Background(), "u1", made.Add(-time.Nanosecond)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A snapshot older than what the cache holds (a pod sync's own read)
+	// does not replace it.
+	cfg.Cache.Observed("u1", &cri.PodStatus{ID: "u1", SandboxStatuses: []*runtimeapi.PodSandboxStatus{containerEvent("u1", "", 0).PodSandboxStatus},
+		ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", State: cri.ContainerStateExited}}}, made.Add(2*time.Second))
+	stream.events <- withContainers(containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT), made.Add(time.Second), map[string]runtimeapi.ContainerState{"c1": running})
+	stream.events <- withContainers(containerEvent("u9", "c9", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT), made.Add(time.Second), nil)
+	eventually(t, wait, "the next event handled", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u9", Type: messages.ContainerStarted, ContainerID: "c9"})
+	})
+	if got := cached("c1"); got != cri.ContainerStateExited {
+		t.Fatalf("cached c1 %q: an older snapshot replaced a newer status", got)
+	}
+
+	// An event that lacks a container the cache holds is read.
+	stream.events <- withContainers(containerEvent("u1", "c2", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT), made.Add(3*time.Second), map[string]runtimeapi.ContainerState{"c2": running})
+	eventually(t, wait, "u1 read for an event lacking c1", func() bool { return lister.statusCallsOf("u1") == 1 })
+	// So is a removal, and an event a client assembled.
+	stream.events <- withContainers(containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT), made.Add(4*time.Second), map[string]runtimeapi.ContainerState{"c1": exited})
+	eventually(t, wait, "u1 read for a removal", func() bool { return lister.statusCallsOf("u1") == 2 })
+	assembled := containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	assembled.CreatedAt = 0
+	stream.events <- assembled
+	eventually(t, wait, "u1 read for an assembled event", func() bool { return lister.statusCallsOf("u1") == 3 })
+}

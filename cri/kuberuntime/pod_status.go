@@ -56,22 +56,63 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 			}
 			return nil, fmt.Errorf("status of container %q of pod %s/%s: %w", c.Id, namespace, name, err)
 		}
-		cs := toContainerStatus(resp.GetStatus())
-		if cs.State == cri.ContainerStateExited {
-			if msg := m.terminationMessage(resp.GetStatus()); msg != "" {
-				if cs.Message != "" {
-					cs.Message += ": "
-				}
-				cs.Message += msg
-			}
-		}
-		status.ContainerStatuses = append(status.ContainerStatuses, cs)
+		status.ContainerStatuses = append(status.ContainerStatuses, m.containerStatus(resp.GetStatus()))
 	}
-	sort.SliceStable(status.ContainerStatuses, func(i, j int) bool {
-		return status.ContainerStatuses[i].CreatedAt.After(status.ContainerStatuses[j].CreatedAt)
-	})
+	sortContainerStatuses(status.ContainerStatuses)
 	status.TimeStamp = m.opts.Clock.Now()
 	return status, nil
+}
+
+// PodStatusFromEvent is the status of a pod as a runtime's container
+// event carries it (the kubelet's evented PLEG GeneratePodStatus): the
+// event's sandbox and every container of that sandbox, read by the
+// runtime when it sent the event, with no call to the runtime. It is
+// false for an event that is no such snapshot: without a sandbox status
+// naming its sandbox and pod, or without the time the runtime made it
+// (an event a client assembled, which may carry one container only, as
+// the containerd 1.6 adapter's do). The status holds the event's sandbox
+// only: a caller that knows of other sandboxes or containers of the pod
+// reads the pod instead.
+func (m *Manager) PodStatusFromEvent(ev *runtimeapi.ContainerEventResponse) (*cri.PodStatus, bool) {
+	ss := ev.GetPodSandboxStatus()
+	meta := ss.GetMetadata()
+	if ev.GetCreatedAt() == 0 || ss.GetId() == "" || meta.GetUid() == "" {
+		return nil, false
+	}
+	status := &cri.PodStatus{ID: types.UID(meta.GetUid()), Name: meta.GetName(), Namespace: meta.GetNamespace(),
+		SandboxStatuses: []*runtimeapi.PodSandboxStatus{ss}}
+	if ss.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+		status.IPs = sandboxIPs(ss)
+	}
+	for _, c := range ev.GetContainersStatuses() {
+		if c.GetId() == "" {
+			return nil, false
+		}
+		status.ContainerStatuses = append(status.ContainerStatuses, m.containerStatus(c))
+	}
+	sortContainerStatuses(status.ContainerStatuses)
+	status.TimeStamp = m.opts.Clock.Now()
+	return status, true
+}
+
+// containerStatus converts a runtime's container status, with the
+// termination message of an exited container.
+func (m *Manager) containerStatus(s *runtimeapi.ContainerStatus) *cri.ContainerStatus {
+	cs := toContainerStatus(s)
+	if cs.State == cri.ContainerStateExited {
+		if msg := m.terminationMessage(s); msg != "" {
+			if cs.Message != "" {
+				cs.Message += ": "
+			}
+			cs.Message += msg
+		}
+	}
+	return cs
+}
+
+// sortContainerStatuses orders statuses newest first.
+func sortContainerStatuses(l []*cri.ContainerStatus) {
+	sort.SliceStable(l, func(i, j int) bool { return l[i].CreatedAt.After(l[j].CreatedAt) })
 }
 
 func sandboxIPs(ss *runtimeapi.PodSandboxStatus) []string {
