@@ -58,6 +58,21 @@ func TestAuthAddOperatorScoped(t *testing.T) {
 	if out, errOut, code := run(alice, "", "get", "nodes"); code != 0 {
 		t.Fatalf("alice lists nodes: exit %d, %s%s", code, out, errOut)
 	}
+	// Waits in its namespace (a watch of its namespace's statuses only):
+	// for a state, and for a pod to be gone.
+	running := `{"metadata":{"name":"web","namespace":"team-a"},"status":{"phase":"Running","containerStatuses":[{"name":"c","ready":true,"started":true,"state":{"running":{}}}]}}`
+	if _, err := admin.JS.Publish(context.Background(), "$KV."+wire.StatusBucket+"."+wire.StatusKey("n1", "team-a", "web"), []byte(running)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"wait", "pod", "web", "-n", "team-a", "--for", "running", "--wait-timeout", "5s"},
+		{"wait", "pod", "web", "-n", "team-a", "--node", "n1", "--for", "running", "--wait-timeout", "5s"},
+		{"wait", "pod", "never-made", "-n", "team-a", "--for", "delete", "--wait-timeout", "5s"},
+	} {
+		if out, errOut, code := run(alice, "", args...); code != 0 {
+			t.Fatalf("alice: %v: exit %d, %s%s", args, code, out, errOut)
+		}
+	}
 	for ns, reason := range map[string]string{"team-a": "SeenByAlice", "team-b": "HiddenFromAlice"} {
 		ev := fmt.Sprintf(`{"metadata":{"name":"web.1","namespace":%q},"involvedObject":{"kind":"Pod","namespace":%q,"name":"web"},"reason":%q,"type":"Normal","message":"m"}`, ns, ns, reason)
 		if _, err := admin.JS.Publish(context.Background(), wire.EventSubject("n1", ns, "web"), []byte(ev)); err != nil {

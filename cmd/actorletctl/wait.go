@@ -63,10 +63,11 @@ func (c *cli) watchPods(ctx context.Context, pods []applied, fromCurrent bool, t
 	if err != nil {
 		return err
 	}
-	floor := snapshotFloor(ctx, kv)
-	w, err := kv.WatchAll(ctx)
+	filter := watchFilter(pods)
+	floor := snapshotFloor(ctx, kv, pods, filter)
+	w, err := kv.Watch(ctx, filter)
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", wire.StatusBucket, err)
+		return fmt.Errorf("watch %s %q: %w", wire.StatusBucket, filter, err)
 	}
 	defer func() { _ = w.Stop() }()
 	statuses := make([]map[string]*v1.Pod, len(pods))
@@ -106,24 +107,53 @@ func (c *cli) watchPods(ctx context.Context, pods []applied, fromCurrent bool, t
 	}
 }
 
-// snapshotFloor is the last revision of kv's stream now, 0 when the
-// bucket is empty or its state cannot be read: a watcher of the whole
-// bucket started after this has delivered every current value once it has
-// sent its end-of-initial-values nil and an entry at or past this revision
-// (it delivers in revision order). The nil alone can come early while
-// other writes land: the pending count a message carries, which the
-// watcher's end relies on, can reach 0 and rise again (nats-server#4824);
-// a delete --wait then saw its pod's status missing and said "gone" while
-// the pod was still terminating.
-func snapshotFloor(ctx context.Context, kv jetstream.KeyValue) uint64 {
-	st, err := kv.Status(ctx)
-	if err != nil {
+// watchFilter is the status keys a wait watches: those of the pods'
+// namespace when they share one (what an operator scoped to a namespace
+// may watch: docs/security.md), else every key.
+func watchFilter(pods []applied) string {
+	ns := pods[0].pod.Namespace
+	for _, a := range pods[1:] {
+		if a.pod.Namespace != ns {
+			return ">"
+		}
+	}
+	return "*." + wire.EncodeName(ns) + ".*"
+}
+
+// snapshotFloor is a revision the status watch (of filter, started after
+// this) must deliver before its current values are complete: with every
+// key, the last revision of the bucket's stream; with a namespace, the
+// newest of the waited pods' own status keys on their nodes (a pod whose
+// node is not known, a fleet pod, adds nothing). 0 when there is none or
+// it cannot be read. The watcher delivers in revision order and always
+// the floor's entry or a newer one of its key, so once it has sent its
+// end-of-initial-values nil and an entry at or past the floor, it has
+// delivered every current value up to it. The nil alone can come early
+// while other writes land: the pending count a message carries, which
+// the watcher's end relies on, can reach 0 and rise again
+// (nats-server#4824); a delete --wait then saw its pod's status missing
+// and said "gone" while the pod was still terminating.
+func snapshotFloor(ctx context.Context, kv jetstream.KeyValue, pods []applied, filter string) uint64 {
+	if filter == ">" {
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return 0
+		}
+		if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+			return bs.StreamInfo().State.LastSeq
+		}
 		return 0
 	}
-	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
-		return bs.StreamInfo().State.LastSeq
+	var floor uint64
+	for _, a := range pods {
+		if a.node == "" {
+			continue
+		}
+		if e, err := kv.Get(ctx, wire.StatusKey(a.node, a.pod.Namespace, a.pod.Name)); err == nil {
+			floor = max(floor, e.Revision())
+		}
 	}
-	return 0
+	return floor
 }
 
 // progress prints line as pod i's progress when it differs from the last
