@@ -7,7 +7,11 @@
 // supervisor) what happened, as messages.PodLifecycleEvent facts. When the
 // runtime streams CRI container events it switches to evented mode: events
 // become lifecycle facts as they arrive and the relist only runs every
-// EventedRelistPeriod as a safety net.
+// EventedRelistPeriod as a safety net. An event that carries its pod's
+// status (containerd 2.x's and the process runtime's do: the sandbox and
+// its containers) refreshes the Cache with no runtime call when it covers
+// what the Cache holds of the pod (EventStatuses); any other is followed
+// by a read of the pod.
 //
 //	          tick (RelistPeriod)
 //	               │

@@ -181,13 +181,22 @@ func (p *plegActor) inspect(ctx context.Context, pe podEvent) {
 // the cache already holds from later, such as a pod sync's own read, is
 // kept), as the kubelet's evented PLEG does. Only an event that covers
 // all the cache knows of the pod is taken: the same one sandbox at most
-// and every container the cache holds, so a snapshot of one sandbox never
-// hides another (a pod whose sandbox was made again) and a removal is
-// read from the runtime.
+// and every container the cache holds but the one it reports removed, so
+// a snapshot of one sandbox never hides another (a pod whose sandbox was
+// made again); a sandbox's removal is read from the runtime.
 func (p *plegActor) statusFromEvent(pe podEvent) (*cri.PodStatus, time.Time, bool) {
 	rt, ok := p.cfg.Runtime.(EventStatuses)
-	if !ok || pe.last.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
+	if !ok {
 		return nil, time.Time{}, false
+	}
+	// A removal's snapshot is made after it: the removed container is
+	// the one the cache may hold and the event lack. The removal of the
+	// sandbox itself is read from the runtime.
+	var removed string
+	if pe.last.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
+		if removed = pe.last.GetContainerId(); removed == pe.last.GetPodSandboxStatus().GetId() {
+			return nil, time.Time{}, false
+		}
 	}
 	status, ok := rt.PodStatusFromEvent(pe.last)
 	if !ok || status.ID != pe.uid {
@@ -204,7 +213,7 @@ func (p *plegActor) statusFromEvent(pe podEvent) (*cri.PodStatus, time.Time, boo
 		}
 	}
 	for _, c := range cached.ContainerStatuses {
-		if status.FindContainerStatusByID(c.ID) == nil {
+		if c.ID != removed && status.FindContainerStatusByID(c.ID) == nil {
 			return nil, time.Time{}, false
 		}
 	}

@@ -467,8 +467,9 @@ func withContainers(ev *runtimeapi.ContainerEventResponse, at time.Time, contain
 // An event that carries its pod's status (containerd 2.x, the process
 // runtime) refreshes the cache with no runtime read, stamped with the
 // time the runtime made it, when it covers what the cache knows of the
-// pod; one that does not (a container it lacks), a removal, or one a
-// client assembled is read from the runtime as before.
+// pod (a container's removal: but the removed one); one that does not (a
+// container it lacks), a sandbox's removal, or one a client assembled is
+// read from the runtime as before.
 func TestEventCarryingStatusIsCachedWithoutRead(t *testing.T) {
 	cfg, fake, lister, clk := newTestConfig()
 	cfg.Runtime = eventStatusLister{lister}
@@ -476,7 +477,7 @@ func TestEventCarryingStatusIsCachedWithoutRead(t *testing.T) {
 	cfg.CRI = stream
 	rec := spawnPLEG(t, cfg)
 	eventually(t, wait, "stream established and first relist", func() bool { return stream.calls() == 1 && lister.calls() == 1 })
-	running, exited := runtimeapi.ContainerState_CONTAINER_RUNNING, runtimeapi.ContainerState_CONTAINER_EXITED
+	running := runtimeapi.ContainerState_CONTAINER_RUNNING
 	cached := func(id string) cri.ContainerState {
 		st, _ := cfg.Cache.Get("u1")
 		if cs := st.FindContainerStatusByID(id); cs != nil {
@@ -516,10 +517,22 @@ func TestEventCarryingStatusIsCachedWithoutRead(t *testing.T) {
 	// An event that lacks a container the cache holds is read.
 	stream.events <- withContainers(containerEvent("u1", "c2", runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT), made.Add(3*time.Second), map[string]runtimeapi.ContainerState{"c2": running})
 	eventually(t, wait, "u1 read for an event lacking c1", func() bool { return lister.statusCallsOf("u1") == 1 })
-	// So is a removal, and an event a client assembled.
-	stream.events <- withContainers(containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT), made.Add(4*time.Second), map[string]runtimeapi.ContainerState{"c1": exited})
-	eventually(t, wait, "u1 read for a removal", func() bool { return lister.statusCallsOf("u1") == 2 })
-	assembled := containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+
+	// A container's removal: its snapshot, made after it, lacks that
+	// container only, and is taken.
+	cfg.Cache.Observed("u1", &cri.PodStatus{ID: "u1", SandboxStatuses: []*runtimeapi.PodSandboxStatus{containerEvent("u1", "", 0).PodSandboxStatus},
+		ContainerStatuses: []*cri.ContainerStatus{{ID: "c1", State: cri.ContainerStateExited}, {ID: "c2", State: cri.ContainerStateRunning}}}, made.Add(4*time.Second))
+	stream.events <- withContainers(containerEvent("u1", "c1", runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT), made.Add(5*time.Second), map[string]runtimeapi.ContainerState{"c2": running})
+	eventually(t, wait, "ContainerRemoved", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u1", Type: messages.ContainerRemoved, ContainerID: "c1"})
+	})
+	if got, calls := cached("c1"), lister.statusCallsOf("u1"); got != "absent" || cached("c2") != cri.ContainerStateRunning || calls != 1 {
+		t.Fatalf("after c1's removal: cached c1 %q, c2 %q, %d reads; want c1 absent, c2 running, no new read", got, cached("c2"), calls)
+	}
+	// The sandbox's removal is read, and so is an event a client assembled.
+	stream.events <- withContainers(containerEvent("u1", "sb-u1", runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT), made.Add(6*time.Second), nil)
+	eventually(t, wait, "u1 read for its sandbox's removal", func() bool { return lister.statusCallsOf("u1") == 2 })
+	assembled := containerEvent("u1", "c2", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 	assembled.CreatedAt = 0
 	stream.events <- assembled
 	eventually(t, wait, "u1 read for an assembled event", func() bool { return lister.statusCallsOf("u1") == 3 })
