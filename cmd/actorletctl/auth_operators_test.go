@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	testclock "k8s.io/utils/clock/testing"
 
 	"github.com/actorlet/actorlet/bus/bustest"
@@ -115,6 +117,40 @@ func TestAuthAddOperatorScoped(t *testing.T) {
 		t.Error("alice listed every namespace")
 	} else if !strings.Contains(errOut, "the bus refused this for your credentials") {
 		t.Errorf("get pods -A: %q, want the refusal explained", errOut)
+	}
+
+	// Deletes in its namespace, naming the node or not (the pod's key is
+	// then found among the registered nodes').
+	nodes, err := admin.JS.KeyValue(context.Background(), wire.NodesBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes.Put(context.Background(), "n1", []byte(`{"metadata":{"name":"n1"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	second := strings.ReplaceAll(strings.ReplaceAll(teamPod, "%NS%", "team-a"), "name: web", "name: second")
+	if out, errOut, code := run(alice, second, "apply", "-f", "-", "--node", "n1"); code != 0 {
+		t.Fatalf("alice applies a second team-a pod: exit %d, %s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"delete", "pod", "second", "-n", "team-a"},
+		{"delete", "pod", "web", "-n", "team-a", "--node", "n1"},
+	} {
+		if out, errOut, code := run(alice, "", args...); code != 0 {
+			t.Fatalf("alice: %v: exit %d, %s%s", args, code, out, errOut)
+		}
+	}
+	for _, name := range []string{"web", "second"} {
+		// A graceful deletion: the node removes the key once the pod is
+		// gone.
+		e, err := kv.Get(context.Background(), wire.DesiredNodeKey("n1", "team-a", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p v1.Pod
+		if err := json.Unmarshal(e.Value(), &p); err != nil || p.DeletionTimestamp == nil {
+			t.Errorf("team-a/%s not marked deleted after alice deleted it: %v %s", name, err, e.Value())
+		}
 	}
 
 	// Revoked: cut off at once.

@@ -187,12 +187,12 @@ func entries(ctx context.Context, kv jetstream.KeyValue, filter string, watch bo
 	for {
 		select {
 		case <-ctx.Done():
-			_ = w.Stop()
+			stopAside(w)
 			return nil, nil, fmt.Errorf("read %s: %w", kv.Bucket(), ctx.Err())
 		case e := <-w.Updates():
 			if e == nil { // initial values done
 				if !watch {
-					_ = w.Stop()
+					stopAside(w)
 					w = nil
 				}
 				return out, w, nil
@@ -202,6 +202,14 @@ func entries(ctx context.Context, kv jetstream.KeyValue, filter string, watch bo
 			}
 		}
 	}
+}
+
+// stopAside stops a watcher without waiting: stopping deletes its
+// consumer, which an operator scoped to a namespace may not do (the
+// server lets the consumer lapse instead), and the refused request would
+// hold the command until its timeout.
+func stopAside(w jetstream.KeyWatcher) {
+	go func() { _ = w.Stop() }()
 }
 
 // all reads every entry a bucket holds now.

@@ -45,7 +45,7 @@ func (c *cli) debug(ctx context.Context, args []string) error {
 	}
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	key, err := desiredKey(qctx, kv, *ns, pod, *node, *fleet)
+	key, err := c.desiredKey(qctx, kv, *ns, pod, *node, *fleet)
 	if err != nil {
 		return err
 	}

@@ -107,7 +107,7 @@ func (c *cli) deletePod(ctx context.Context, ns, name string, o deleteOpts) (app
 	}
 	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
 	defer cancel()
-	key, err := desiredKey(qctx, kv, ns, name, o.node, o.fleet)
+	key, err := c.desiredKey(qctx, kv, ns, name, o.node, o.fleet)
 	if errors.Is(err, errPodNotFound) {
 		return applied{}, c.notFoundHint(qctx, ns, name, err)
 	}
@@ -160,12 +160,61 @@ func (c *cli) deletePod(ctx context.Context, ns, name string, o deleteOpts) (app
 	return gone, nil
 }
 
+// desiredSearchTimeout bounds the search of a pod's desired keys beyond
+// the nodes known to the bus.
+const desiredSearchTimeout = 2 * time.Second
+
+// anyExists reports whether one of keys exists.
+func anyExists(keys []string, exists func(string) (bool, error)) (bool, error) {
+	for _, k := range keys {
+		if ok, err := exists(k); ok || err != nil {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// candidateNodes is every node a pod's desired key may name: the nodes
+// registered on the bus and those reporting a status of the pod (both
+// readable by any operator, unlike a watch of the desired keys).
+func (c *cli) candidateNodes(ctx context.Context, ns, name string) ([]string, error) {
+	registered, err := c.all(ctx, wire.NodesBucket)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var nodes []string
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			nodes = append(nodes, n)
+		}
+	}
+	for _, e := range registered {
+		add(wire.DecodeName(e.Key()))
+	}
+	kv, err := c.bucket(ctx, wire.StatusBucket)
+	if err != nil {
+		return nil, err
+	}
+	qctx, cancel := context.WithTimeout(ctx, c.g.timeout)
+	defer cancel()
+	reporting, _, err := entries(qctx, kv, "*."+wire.EncodeName(ns)+"."+wire.EncodeName(name), false)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range reporting {
+		add(wire.DecodeName(firstToken(e.Key())))
+	}
+	return nodes, nil
+}
+
 // errPodNotFound: no desired entry holds the pod.
 var errPodNotFound = errors.New("no such pod was applied")
 
 // desiredKey finds the DesiredBucket key of a pod: the node's key, the
 // fleet key, or whichever single one exists.
-func desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, node string, fleet bool) (string, error) {
+func (c *cli) desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, node string, fleet bool) (string, error) {
 	exists := func(key string) (bool, error) {
 		_, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -183,14 +232,27 @@ func desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, node strin
 	case fleet:
 		candidates = []string{wire.DesiredFleetKey(ns, name)}
 	default:
-		found, _, err := entries(ctx, kv, "node.*."+wire.EncodeName(ns)+"."+wire.EncodeName(name), false)
+		nodes, err := c.candidateNodes(ctx, ns, name)
 		if err != nil {
 			return "", err
 		}
-		for _, e := range found {
-			candidates = append(candidates, e.Key())
+		for _, n := range nodes {
+			candidates = append(candidates, wire.DesiredNodeKey(n, ns, name))
 		}
 		candidates = append(candidates, wire.DesiredFleetKey(ns, name))
+		if found, err := anyExists(candidates, exists); err != nil {
+			return "", err
+		} else if !found {
+			// A pod applied for a node not registered yet: only a watch
+			// of the desired keys finds it, which an operator scoped to
+			// a namespace may not make (direct reads only), so bounded.
+			wctx, cancel := context.WithTimeout(ctx, desiredSearchTimeout)
+			es, _, _ := entries(wctx, kv, "node.*."+wire.EncodeName(ns)+"."+wire.EncodeName(name), false)
+			cancel()
+			for _, e := range es {
+				candidates = append(candidates, e.Key())
+			}
+		}
 	}
 	var keys []string
 	for _, k := range candidates {
