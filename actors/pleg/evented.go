@@ -199,7 +199,7 @@ func (p *plegActor) statusFromEvent(pe podEvent) (*cri.PodStatus, time.Time, boo
 		}
 	}
 	status, ok := rt.PodStatusFromEvent(pe.last)
-	if !ok || status.ID != pe.uid {
+	if !ok || status.ID != pe.uid || len(status.SandboxStatuses) != 1 {
 		return nil, time.Time{}, false
 	}
 	cached, err := p.cfg.Cache.Get(pe.uid)
