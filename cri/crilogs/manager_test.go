@@ -39,6 +39,48 @@ func startChatty(t *testing.T, c *cri.Client, logDir, sandbox string) (string, s
 	return startLogger(t, c, logDir, sandbox, "i=0; while true; do echo line$i; i=$((i+1)); done")
 }
 
+// startQuiet runs, in a new sandbox, a container that logs one line and
+// sleeps, waits for the line and returns the log's path; the container
+// is stopped when the test ends.
+func startQuiet(t *testing.T, c *cri.Client, logDir, sandbox string) string {
+	t.Helper()
+	id, path := startLogger(t, c, logDir, sandbox, "echo hello; exec sleep 3600")
+	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "hello") {
+			return fmt.Errorf("no first line in %s yet", path)
+		}
+		return nil
+	})
+	return path
+}
+
+// grow appends n bytes to the log at path, as a container's output would.
+func grow(t *testing.T, path string, n int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Write([]byte(strings.Repeat("x", n)))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rotatedCount is how many rotated files the log at path has.
+func rotatedCount(t *testing.T, path string) int {
+	t.Helper()
+	r, err := crilogs.RotatedFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(r)
+}
+
 // runManager runs a manager of logs up to maxSize bytes (4 files) on a
 // fake clock until the test ends, and returns the clock once the
 // manager's tickers wait on it.
@@ -195,13 +237,6 @@ func TestSizeCheckedBetweenPasses(t *testing.T) {
 	const maxSize = 64 << 10
 	clk := runManager(t, ctx, c, maxSize)
 	clk.Step(crilogs.DefaultMonitorInterval) // the first pass finds the container
-	rotatedCount := func() int {
-		r, err := crilogs.RotatedFiles(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(r)
-	}
 	// Let the pass finish, then let the file outgrow MaxSize again.
 	time.Sleep(100 * time.Millisecond)
 	testutil.Eventually(t, 20*time.Second, func() error {
@@ -210,20 +245,20 @@ func TestSizeCheckedBetweenPasses(t *testing.T) {
 		}
 		return nil
 	})
-	before := rotatedCount()
+	before := rotatedCount(t, path)
 	// Less than a monitor interval passes: only the size check can rotate.
 	for step := 0; step < 5; step++ {
 		clk.Step(crilogs.SizeCheckInterval)
 		rotated := false
 		for i := 0; i < 40 && !rotated; i++ {
 			time.Sleep(50 * time.Millisecond)
-			rotated = rotatedCount() > before
+			rotated = rotatedCount(t, path) > before
 		}
 		if rotated {
 			break
 		}
 		if step == 4 {
-			t.Fatalf("the log reached %d bytes and was not rotated within 5 size checks (%d rotated files)", maxSize, rotatedCount())
+			t.Fatalf("the log reached %d bytes and was not rotated within 5 size checks (%d rotated files)", maxSize, rotatedCount(t, path))
 		}
 	}
 	// More rotations: the older files are compressed in the background
@@ -256,14 +291,7 @@ func TestQuietLogMeasuredAtSizeChecksOnly(t *testing.T) {
 	c, logDir := startRuntime(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	id, path := startLogger(t, c, logDir, "quiet", "echo hello; exec sleep 3600")
-	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "hello") {
-			return fmt.Errorf("no first line in %s yet", path)
-		}
-		return nil
-	})
+	path := startQuiet(t, c, logDir, "quiet")
 
 	const maxSize = 64 << 10
 	clk := runManager(t, ctx, c, maxSize)
@@ -272,32 +300,17 @@ func TestQuietLogMeasuredAtSizeChecksOnly(t *testing.T) {
 	clk.Step(crilogs.SizeCheckInterval) // a second size check: the log did not grow
 	settle()
 
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.Write([]byte(strings.Repeat("x", 2*maxSize)))
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rotated := func() int {
-		r, err := crilogs.RotatedFiles(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(r)
-	}
+	grow(t, path, 2*maxSize)
 	for step := time.Duration(0); step+crilogs.StatInterval < crilogs.SizeCheckInterval; step += crilogs.StatInterval {
 		clk.Step(crilogs.StatInterval)
 		settle()
-		if rotated() != 0 {
+		if rotatedCount(t, path) != 0 {
 			t.Fatalf("a log quiet at the last size check was measured %s after it", step+crilogs.StatInterval)
 		}
 	}
 	clk.Step(crilogs.StatInterval) // a size check is due
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if rotated() == 0 {
+		if rotatedCount(t, path) == 0 {
 			return fmt.Errorf("the log passed %d bytes and was not rotated at the next size check", maxSize)
 		}
 		return nil
@@ -349,28 +362,13 @@ func TestListsOnlyWhenContainersChange(t *testing.T) {
 		t.Fatalf("%d lists before the first pass with no change, want 1", n)
 	}
 
-	id, path := startLogger(t, c, logDir, "late", "echo hello; exec sleep 3600")
-	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "hello") {
-			return fmt.Errorf("no first line in %s yet", path)
-		}
-		return nil
-	})
+	path := startQuiet(t, c, logDir, "late")
 	m.ContainersChanged()
 	// The last list was more than a size check ago: the change lists now.
 	testutil.Until(t, 5*time.Second, "a list after the change", func() bool { return rt.lists.Load() == 2 })
 	// The new log is known: past MaxSize, it is rotated at the next size
 	// check, and still with no list.
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.Write([]byte(strings.Repeat("x", 2*maxSize)))
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	grow(t, path, 2*maxSize)
 	clk.Step(crilogs.SizeCheckInterval)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		r, err := crilogs.RotatedFiles(path)
@@ -393,14 +391,7 @@ func TestListsOnlyWhenContainersChange(t *testing.T) {
 func TestRotateLogsAsksPathOnceAndReopensMissing(t *testing.T) {
 	c, logDir := startRuntime(t)
 	ctx := context.Background()
-	id, path := startLogger(t, c, logDir, "once", "echo hello; exec sleep 3600")
-	t.Cleanup(func() { _ = c.StopContainer(context.Background(), id, 0) })
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), "hello") {
-			return fmt.Errorf("no first line in %s yet", path)
-		}
-		return nil
-	})
+	path := startQuiet(t, c, logDir, "once")
 	rt := &countingRuntime{Client: c}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m, err := crilogs.NewManager(rt, crilogs.Policy{MaxSize: 64 << 10, MaxFiles: 4}, time.Second, clk)
