@@ -64,6 +64,27 @@ func (c *Cache) Set(uid types.UID, status *cri.PodStatus, err error, ts time.Tim
 	c.notifyLocked()
 }
 
+// SetSnapshot records a status the runtime made at made (a container
+// event's) that arrived at now: ignored when the entry held is newer than
+// made (a pod sync's own read since), else stamped with the later of made
+// and now. Stamped at its arrival, as a read that started then would be,
+// it lets a pod worker that waits for status newer than its last sync go
+// on: every change the runtime made before then is in the events taken
+// (the evented PLEG's freshness rule).
+func (c *Cache) SetSnapshot(uid types.UID, status *cri.PodStatus, made, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[uid]; ok && old.modified.After(made) {
+		return
+	}
+	ts := now
+	if made.After(ts) {
+		ts = made
+	}
+	c.pods[uid] = &cacheEntry{status: status, modified: ts}
+	c.notifyLocked()
+}
+
 // Observed records a status a pod's own sync read from the runtime at ts,
 // as Set does without an error: the kubelet's evented PLEG likewise caches
 // the sync's own status. The timestamp rule holds: ts is when the read

@@ -161,11 +161,11 @@ func (p *plegActor) handleContainerEvents(ctx context.Context, batch []*runtimea
 // inspect refreshes a pod in the cache: from its newest event when that
 // carries the pod's status (statusFromEvent), else read from the runtime.
 func (p *plegActor) inspect(ctx context.Context, pe podEvent) {
-	if status, ts, ok := p.statusFromEvent(pe); ok {
-		p.cfg.Cache.Set(pe.uid, status, nil, ts)
+	ts := p.cfg.Clock.Now()
+	if status, made, ok := p.statusFromEvent(pe); ok {
+		p.cfg.Cache.SetSnapshot(pe.uid, status, made, ts)
 		return
 	}
-	ts := p.cfg.Clock.Now()
 	podStatus, err := p.cfg.Runtime.GetPodStatus(ctx, pe.uid, pe.name, pe.namespace)
 	if ctx.Err() != nil {
 		return
@@ -177,9 +177,9 @@ func (p *plegActor) inspect(ctx context.Context, pe podEvent) {
 }
 
 // statusFromEvent is the pod's status as its newest event of the batch
-// carries it, stamped with the time the runtime made the event (a status
-// the cache already holds from later, such as a pod sync's own read, is
-// kept), as the kubelet's evented PLEG does. Only an event that covers
+// carries it, and the time the runtime made the event (a status the cache
+// already holds from later, such as a pod sync's own read, is kept:
+// Cache.SetSnapshot), as the kubelet's evented PLEG does. Only an event that covers
 // all the cache knows of the pod is taken: the same one sandbox at most
 // and every container the cache holds but the one it reports removed, so
 // a snapshot of one sandbox never hides another (a pod whose sandbox was

@@ -257,7 +257,11 @@ func TestEventedPLEG(t *testing.T) {
 	if got := lister.calls(); got != 1 {
 		t.Fatalf("relisted %d times within the evented period, want 1", got)
 	}
-	eventually(t, wait, "safety-net relist", func() bool { clk.Step(time.Second); return lister.calls() == 2 })
+	// The tenth second: the safety-net relist is due. One step only (a
+	// loop of steps until it shows could pass the next period too on a
+	// loaded machine, and relist a third time before the stream breaks).
+	clk.Step(time.Second)
+	eventually(t, wait, "safety-net relist", func() bool { return lister.calls() == 2 })
 	// A relist starts only once the actor saw the last one finish (a
 	// relist in flight makes the next one skip): wait for that each time.
 	eventually(t, wait, "safety-net relist done", func() bool { return relisted.Load() == 2 })
@@ -499,6 +503,20 @@ func TestEventCarryingStatusIsCachedWithoutRead(t *testing.T) {
 	}
 	if _, err := cfg.Cache.GetNewerThan(context.Background(), "u1", made.Add(-time.Nanosecond)); err != nil {
 		t.Fatal(err)
+	}
+	// A snapshot made before it arrived is stamped with its arrival, as a
+	// read started then would be: a pod sync waiting for status newer
+	// than its own end (after the event was made) need not wait for the
+	// freshness tick.
+	stream.events <- withContainers(containerEvent("u5", "c5", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT), clk.Now().Add(-time.Minute), map[string]runtimeapi.ContainerState{"c5": runtimeapi.ContainerState_CONTAINER_EXITED})
+	eventually(t, wait, "ContainerDied of u5", func() bool {
+		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u5", Type: messages.ContainerDied, ContainerID: "c5"})
+	})
+	cfg.Cache.mu.Lock()
+	stamped := cfg.Cache.pods["u5"].modified
+	cfg.Cache.mu.Unlock()
+	if !stamped.Equal(clk.Now()) || lister.statusCallsOf("u5") != 0 {
+		t.Fatalf("u5's snapshot stamped %s (arrived at %s), %d reads; want its arrival and no read", stamped, clk.Now(), lister.statusCallsOf("u5"))
 	}
 
 	// A snapshot older than what the cache holds (a pod sync's own read)
