@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -123,13 +124,31 @@ func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[
 			_, err = js.CreateConsumer(ctx, stream, cfg)
 		}
 		if err != nil {
-			if errors.Is(err, nats.ErrPermissionViolation) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
 				return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, wire.ErrNotProvisioned)
+			}
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+				// No answer: the server refused the create to this
+				// connection (a node not provisioned: the refusal comes
+				// as the connection's last error), or the stream has no
+				// leader yet (a cluster just bootstrapped, or electing),
+				// which the caller's RetryTransient waits out.
+				if createRefused(js, stream) {
+					return fmt.Errorf("consumer %s on %s: %w", cfg.Durable, stream, wire.ErrNotProvisioned)
+				}
+				return fmt.Errorf("create consumer %s on %s: no answer: %w", cfg.Durable, stream, err)
 			}
 			return fmt.Errorf("create consumer %s on %s: %w", cfg.Durable, stream, err)
 		}
 	}
 	return nil
+}
+
+// createRefused reports whether the server refused this connection a
+// consumer create on stream (its last error, a permissions violation).
+func createRefused(js jetstream.JetStream, stream string) bool {
+	last := js.Conn().LastError()
+	return errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), "$JS.API.CONSUMER.CREATE."+stream+".")
 }
 
 func sameFilters(have []string, one string, want []string) bool {

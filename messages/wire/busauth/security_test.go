@@ -3,8 +3,10 @@ package busauth_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -565,4 +567,38 @@ func TestEdgeUplinkPinnedLikeANode(t *testing.T) {
 	if _, err := kv.Get(testCtx(t), "node.n2.default.x"); err == nil {
 		t.Fatal("the uplink wrote a desired key")
 	}
+}
+
+// A node whose consumers no operator made is told so by
+// EnsureNodeConsumers at the refusal of its create, not retried until its
+// deadline as a create with no answer from a cluster still electing is
+// (the chaos test's operator once met one right after bootstrap, and was
+// told its node was not provisioned).
+func TestUnprovisionedNodeIsTold(t *testing.T) {
+	srv := bustest.StartServer(t, bustest.ServerOptions{Secure: true})
+	bustest.ConnectWithProtocol(t, srv)
+	creds, err := srv.Auth.IssueNode("n9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "n9.creds")
+	if err := busauth.WriteCreds(path, creds); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := bustest.Dial(t, srv, nats.UserCredentials(path), nats.CustomInboxPrefix(busauth.NodeInboxPrefix("n9")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = busauth.EnsureNodeConsumers(ctx, js, "n9")
+	if !errors.Is(err, wire.ErrNotProvisioned) || strings.Contains(err.Error(), "gave up") {
+		t.Fatalf("EnsureNodeConsumers of an unprovisioned node: %v, want ErrNotProvisioned at the refusal, not retried until the deadline", err)
+	}
+	t.Logf("told after %s: %v", time.Since(start).Round(time.Millisecond), err)
 }
