@@ -200,7 +200,9 @@ func stopIdleAgent(cmd *exec.Cmd, root string, containerd bool) {
 		}
 		return
 	}
-	if rt, err := procruntime.New(procruntime.Options{RootDir: filepath.Join(root, "runtime")}); err == nil {
+	// With the isolation the agent had ("auto": all of it as root), so
+	// that Destroy removes the containers' cgroups too.
+	if rt, err := procruntime.New(procruntime.Options{RootDir: filepath.Join(root, "runtime"), Isolation: procruntime.DefaultIsolation()}); err == nil {
 		rt.Destroy()
 	}
 }
