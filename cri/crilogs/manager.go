@@ -228,15 +228,30 @@ type checkSchedule struct {
 	listPending               bool
 }
 
+// dueAt is when each check is next due, by kind (the zero time: not
+// without a change, as a list with none pending, or measures with no
+// known or no growing log).
+func (s checkSchedule) dueAt(c logCounts) map[checkKind]time.Time {
+	at := map[checkKind]time.Time{}
+	if s.listPending {
+		at[checkList] = s.listed.Add(SizeCheckInterval)
+	}
+	if c.known > 0 {
+		at[checkAll] = s.measured.Add(SizeCheckInterval)
+	}
+	if c.growing > 0 {
+		at[checkGrowing] = s.statted.Add(StatInterval)
+	}
+	return at
+}
+
 // due is the check to do at now, the most thorough one that is due.
 func (s checkSchedule) due(now time.Time, c logCounts) checkKind {
-	switch {
-	case s.listPending && !now.Before(s.listed.Add(SizeCheckInterval)):
-		return checkList
-	case c.known > 0 && !now.Before(s.measured.Add(SizeCheckInterval)):
-		return checkAll
-	case c.growing > 0 && !now.Before(s.statted.Add(StatInterval)):
-		return checkGrowing
+	at := s.dueAt(c)
+	for _, k := range []checkKind{checkList, checkAll, checkGrowing} {
+		if t, ok := at[k]; ok && !now.Before(t) {
+			return k
+		}
 	}
 	return checkNone
 }
@@ -244,25 +259,16 @@ func (s checkSchedule) due(now time.Time, c logCounts) checkKind {
 // next is how long until the next check is due, false when none will be
 // without a change (no pending list and no known log).
 func (s checkSchedule) next(now time.Time, c logCounts) (time.Duration, bool) {
-	var at time.Time
-	earliest := func(t time.Time) {
-		if at.IsZero() || t.Before(at) {
-			at = t
+	var first time.Time
+	for _, t := range s.dueAt(c) {
+		if first.IsZero() || t.Before(first) {
+			first = t
 		}
 	}
-	if s.listPending {
-		earliest(s.listed.Add(SizeCheckInterval))
-	}
-	if c.known > 0 {
-		earliest(s.measured.Add(SizeCheckInterval))
-	}
-	if c.growing > 0 {
-		earliest(s.statted.Add(StatInterval))
-	}
-	if at.IsZero() {
+	if first.IsZero() {
 		return 0, false
 	}
-	return max(at.Sub(now), 0), true
+	return max(first.Sub(now), 0), true
 }
 
 // CheckSizes lists the running containers (one CRI call; a container's
