@@ -66,20 +66,24 @@ func (c *Cache) Set(uid types.UID, status *cri.PodStatus, err error, ts time.Tim
 
 // SetSnapshot records a status the runtime made at made (a container
 // event's) that arrived at now: ignored when the entry held is newer than
-// made (a pod sync's own read since), else stamped with the later of made
-// and now. Stamped at its arrival, as a read that started then would be,
-// it lets a pod worker that waits for status newer than its last sync go
-// on: every change the runtime made before then is in the events taken
-// (the evented PLEG's freshness rule).
+// made (a pod sync's own read since), else stamped with its arrival (never
+// before the entry it replaces). Stamped at its arrival, as a read that
+// started then would be, it lets a pod worker that waits for status newer
+// than its last sync go on: every change the runtime made before then is
+// in the events taken (the evented PLEG's freshness rule). made, the
+// runtime's clock, never stamps the entry: one ahead of the agent's would
+// hold the pod's later reads off until it came.
 func (c *Cache) SetSnapshot(uid types.UID, status *cri.PodStatus, made, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.pods[uid]; ok && old.modified.After(made) {
-		return
-	}
 	ts := now
-	if made.After(ts) {
-		ts = made
+	if old, ok := c.pods[uid]; ok {
+		if old.modified.After(made) {
+			return
+		}
+		if old.modified.After(ts) {
+			ts = old.modified
+		}
 	}
 	c.pods[uid] = &cacheEntry{status: status, modified: ts}
 	c.notifyLocked()
