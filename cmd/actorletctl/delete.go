@@ -164,16 +164,6 @@ func (c *cli) deletePod(ctx context.Context, ns, name string, o deleteOpts) (app
 // the nodes known to the bus.
 const desiredSearchTimeout = 2 * time.Second
 
-// anyExists reports whether one of keys exists.
-func anyExists(keys []string, exists func(string) (bool, error)) (bool, error) {
-	for _, k := range keys {
-		if ok, err := exists(k); ok || err != nil {
-			return ok, err
-		}
-	}
-	return false, nil
-}
-
 // candidateNodes is every node a pod's desired key may name: the nodes
 // registered on the bus and those reporting a status of the pod (both
 // readable by any operator, unlike a watch of the desired keys).
@@ -215,34 +205,38 @@ var errPodNotFound = errors.New("no such pod was applied")
 // desiredKey finds the DesiredBucket key of a pod: the node's key, the
 // fleet key, or whichever single one exists.
 func (c *cli) desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, node string, fleet bool) (string, error) {
-	exists := func(key string) (bool, error) {
-		_, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return false, nil
+	// existing is the keys of candidates that exist, each read once.
+	existing := func(candidates []string) ([]string, error) {
+		var keys []string
+		for _, key := range candidates {
+			_, err := kv.Get(ctx, key)
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err)
+			}
+			keys = append(keys, key)
 		}
-		if err != nil {
-			return false, fmt.Errorf("read %s key %q: %w", wire.DesiredBucket, key, err)
-		}
-		return true, nil
+		return keys, nil
 	}
-	var candidates []string
+	var keys []string
+	var err error
 	switch {
 	case node != "":
-		candidates = []string{wire.DesiredNodeKey(node, ns, name)}
+		keys, err = existing([]string{wire.DesiredNodeKey(node, ns, name)})
 	case fleet:
-		candidates = []string{wire.DesiredFleetKey(ns, name)}
+		keys, err = existing([]string{wire.DesiredFleetKey(ns, name)})
 	default:
-		nodes, err := c.candidateNodes(ctx, ns, name)
-		if err != nil {
+		var nodes []string
+		if nodes, err = c.candidateNodes(ctx, ns, name); err != nil {
 			return "", err
 		}
+		candidates := []string{wire.DesiredFleetKey(ns, name)}
 		for _, n := range nodes {
 			candidates = append(candidates, wire.DesiredNodeKey(n, ns, name))
 		}
-		candidates = append(candidates, wire.DesiredFleetKey(ns, name))
-		if found, err := anyExists(candidates, exists); err != nil {
-			return "", err
-		} else if !found {
+		if keys, err = existing(candidates); err == nil && len(keys) == 0 {
 			// A pod applied for a node not registered yet: only a watch
 			// of the desired keys finds it, which an operator scoped to
 			// a namespace may not make (direct reads only), so bounded.
@@ -250,19 +244,12 @@ func (c *cli) desiredKey(ctx context.Context, kv jetstream.KeyValue, ns, name, n
 			es, _, _ := entries(wctx, kv, "node.*."+wire.EncodeName(ns)+"."+wire.EncodeName(name), false)
 			cancel()
 			for _, e := range es {
-				candidates = append(candidates, e.Key())
+				keys = append(keys, e.Key())
 			}
 		}
 	}
-	var keys []string
-	for _, k := range candidates {
-		ok, err := exists(k)
-		if err != nil {
-			return "", err
-		}
-		if ok {
-			keys = append(keys, k)
-		}
+	if err != nil {
+		return "", err
 	}
 	switch len(keys) {
 	case 1:
