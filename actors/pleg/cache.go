@@ -66,24 +66,22 @@ func (c *Cache) Set(uid types.UID, status *cri.PodStatus, err error, ts time.Tim
 
 // SetSnapshot records a status the runtime made at made (a container
 // event's) that arrived at now: ignored when the entry held is newer than
-// made (a pod sync's own read since), else stamped with its arrival (never
-// before the entry it replaces). Stamped at its arrival, as a read that
-// started then would be, it lets a pod worker that waits for status newer
-// than its last sync go on: every change the runtime made before then is
-// in the events taken (the evented PLEG's freshness rule). made, the
-// runtime's clock, never stamps the entry: one ahead of the agent's would
-// hold the pod's later reads off until it came.
+// made (a pod sync's own read since), else stamped with made, as the
+// kubelet's evented PLEG does, but never later than its arrival (a runtime
+// clock ahead of the agent's would hold the pod's later reads off until
+// then). Not stamped with its arrival: a snapshot made before a sync's
+// changes, arriving after them, must not pass for newer than the sync
+// when the sync's own read failed (the pod would be acted on without the
+// containers the sync made).
 func (c *Cache) SetSnapshot(uid types.UID, status *cri.PodStatus, made, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ts := now
-	if old, ok := c.pods[uid]; ok {
-		if old.modified.After(made) {
-			return
-		}
-		if old.modified.After(ts) {
-			ts = old.modified
-		}
+	if old, ok := c.pods[uid]; ok && old.modified.After(made) {
+		return
+	}
+	ts := made
+	if ts.After(now) {
+		ts = now
 	}
 	c.pods[uid] = &cacheEntry{status: status, modified: ts}
 	c.notifyLocked()

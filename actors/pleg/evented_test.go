@@ -501,8 +501,9 @@ func TestEventCarryingStatusIsCachedWithoutRead(t *testing.T) {
 	if n := lister.statusCallsOf("u1"); n != 0 {
 		t.Fatalf("the pod was read %d times for an event that carried its status", n)
 	}
-	// The runtime's clock (here a second ahead) never stamps the entry:
-	// it would hold the pod's later reads off until then.
+	// A runtime clock ahead of the agent's (here a second) never stamps
+	// the entry past its arrival: it would hold the pod's later reads off
+	// until then.
 	stampOf := func(uid types.UID) time.Time {
 		cfg.Cache.mu.Lock()
 		defer cfg.Cache.mu.Unlock()
@@ -511,16 +512,15 @@ func TestEventCarryingStatusIsCachedWithoutRead(t *testing.T) {
 	if got := stampOf("u1"); !got.Equal(clk.Now()) {
 		t.Fatalf("u1's snapshot stamped %s, want its arrival %s", got, clk.Now())
 	}
-	// A snapshot made before it arrived is stamped with its arrival, as a
-	// read started then would be: a pod sync waiting for status newer
-	// than its own end (after the event was made) need not wait for the
-	// freshness tick.
-	stream.events <- withContainers(containerEvent("u5", "c5", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT), clk.Now().Add(-time.Minute), map[string]runtimeapi.ContainerState{"c5": runtimeapi.ContainerState_CONTAINER_EXITED})
+	// A snapshot made before it arrived is stamped with its making: it
+	// must not pass for newer than a sync that ran between the two.
+	madeU5 := clk.Now().Add(-time.Minute)
+	stream.events <- withContainers(containerEvent("u5", "c5", runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT), madeU5, map[string]runtimeapi.ContainerState{"c5": runtimeapi.ContainerState_CONTAINER_EXITED})
 	eventually(t, wait, "ContainerDied of u5", func() bool {
 		return rec.hasEvent(messages.PodLifecycleEvent{PodUID: "u5", Type: messages.ContainerDied, ContainerID: "c5"})
 	})
-	if stamped := stampOf("u5"); !stamped.Equal(clk.Now()) || lister.statusCallsOf("u5") != 0 {
-		t.Fatalf("u5's snapshot stamped %s (arrived at %s), %d reads; want its arrival and no read", stampOf("u5"), clk.Now(), lister.statusCallsOf("u5"))
+	if stamped := stampOf("u5"); !stamped.Equal(madeU5) || lister.statusCallsOf("u5") != 0 {
+		t.Fatalf("u5's snapshot stamped %s (made at %s), %d reads; want its making and no read", stampOf("u5"), madeU5, lister.statusCallsOf("u5"))
 	}
 
 	// A snapshot older than what the cache holds (a pod sync's own read)
