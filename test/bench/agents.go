@@ -60,6 +60,8 @@ type agentOpts struct {
 	heartbeat time.Duration
 	labels    map[string]string
 	callLimit string // --runtime-call-limit; "" for the default
+	// maxParallel is --max-parallel-runtime-calls; 0 for the default
+	maxParallel int
 	// middleware, optional, observes the agent's actors (the detect
 	// section records when the sync loop receives ContainerDied).
 	middleware []actor.ReceiverMiddleware
@@ -85,6 +87,9 @@ func startAgent(ctx context.Context, o agentOpts) (*agent.Agent, error) {
 	}
 	if o.callLimit != "" {
 		cfg.RuntimeCallLimit = o.callLimit
+	}
+	if o.maxParallel > 0 {
+		cfg.MaxParallelRuntimeCalls = o.maxParallel
 	}
 	cfg.ReceiverMiddleware = o.middleware
 	if _, inMemory := o.runtime.(*memcri.Runtime); inMemory {

@@ -119,3 +119,65 @@ func (m *cpuMeter) percent() (float64, error) {
 	}
 	return 100 * float64(c-m.cpu0) / float64(time.Since(m.wall0)), nil
 }
+
+// machineCPU is the CPU time all cores of the machine spent busy and idle
+// (idle and iowait) since boot, from /proc/stat.
+func machineCPU() (busy, idle time.Duration, err error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, fmt.Errorf("read machine CPU time: %w", err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("parse /proc/stat: first line %q", line)
+	}
+	var ticks [7]int64
+	for i := range ticks {
+		ticks[i], _ = strconv.ParseInt(f[i+1], 10, 64)
+	}
+	// user nice system idle iowait irq softirq
+	b := ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]
+	if len(f) > 8 {
+		steal, _ := strconv.ParseInt(f[8], 10, 64)
+		b += steal
+	}
+	return time.Duration(b) * time.Second / clockTicks, time.Duration(ticks[3]+ticks[4]) * time.Second / clockTicks, nil
+}
+
+// cpuWindow is where the CPU went over a window: this process's (the
+// in-process agent, NATS server and harness of the bench), the runtime
+// process's (containerd; its shims are processes of their own) and the
+// whole machine's busy time.
+type cpuWindow struct {
+	runtimePID                    string // "" or "self": not measured apart
+	self0, runtime0, busy0, idle0 time.Duration
+}
+
+func startCPUWindow(runtimePID string) cpuWindow {
+	w := cpuWindow{runtimePID: runtimePID}
+	w.self0, _ = procCPU("self")
+	if w.measuresRuntime() {
+		w.runtime0, _ = procCPU(runtimePID)
+	}
+	w.busy0, w.idle0, _ = machineCPU()
+	return w
+}
+
+func (w cpuWindow) measuresRuntime() bool { return w.runtimePID != "" && w.runtimePID != "self" }
+
+// String is "self S s · runtime R s · machine busy B of T core-s": the
+// bench process's CPU time, the runtime process's, the machine's busy CPU
+// time and its whole capacity over the window (0 where /proc could not be
+// read).
+func (w cpuWindow) String() string {
+	self, _ := procCPU("self")
+	busy, idle, _ := machineCPU()
+	busy, idle = busy-w.busy0, idle-w.idle0
+	rt := ""
+	if w.measuresRuntime() {
+		r, _ := procCPU(w.runtimePID)
+		rt = fmt.Sprintf(" · runtime %.1f s", (r - w.runtime0).Seconds())
+	}
+	return fmt.Sprintf("self %.1f s%s · machine busy %.1f of %.1f core-s", (self - w.self0).Seconds(), rt, busy.Seconds(), (busy + idle).Seconds())
+}

@@ -41,12 +41,15 @@ type env struct {
 	runtime string // auto, containerd, process
 	// callLimit is the agent's --runtime-call-limit in the start section
 	callLimit string
-	quick     bool
-	out       string // docs directory to write, or ""
-	report    *report
-	nats      *server.Server
-	natsURL   string
-	bus       *client
+	// maxParallel is the agent's --max-parallel-runtime-calls in the start
+	// section
+	maxParallel int
+	quick       bool
+	out         string // docs directory to write, or ""
+	report      *report
+	nats        *server.Server
+	natsURL     string
+	bus         *client
 
 	startSizes, scaleSizes, fleetSizes []int
 	idlePods                           int
@@ -82,6 +85,7 @@ func run() int {
 		window     = flag.Duration("window", 60*time.Second, "CPU/RSS measurement window of the idle section (detect uses a sixth of it)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		logV       = flag.Int("v", 0, "klog verbosity of the in-process agents' log (6: every CRI call with its duration)")
+		maxPar     = flag.Int("max-parallel-runtime-calls", agent.DefaultConfig().MaxParallelRuntimeCalls, "the agent's --max-parallel-runtime-calls in the start section")
 		callLimit  = flag.String("runtime-call-limit", agent.DefaultConfig().RuntimeCallLimit, "the agent's --runtime-call-limit in the start section: adaptive or fixed")
 	)
 	flag.Parse()
@@ -89,7 +93,11 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "-cluster-agents and -cluster-pods must be positive\n")
 		return 2
 	}
-	e := &env{runtime: *rtFlag, callLimit: *callLimit, logV: *logV, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
+	if *maxPar <= 0 {
+		fmt.Fprintf(os.Stderr, "-max-parallel-runtime-calls must be positive\n")
+		return 2
+	}
+	e := &env{runtime: *rtFlag, callLimit: *callLimit, maxParallel: *maxPar, logV: *logV, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
 		clusterAgents: *clAgents, clusterPods: *clPods,
 		run: strconv.FormatInt(time.Now().Unix(), 36)}
 	e.clusterBuses = map[string]bool{}

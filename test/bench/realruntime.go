@@ -24,7 +24,11 @@ type realRuntime struct {
 	image  string
 	pid    string // the runtime's process, for CPU figures ("self" when in process)
 	close  func()
+	clock  *callClock // times the start calls made through timed()
 }
+
+// timed is the client with its start calls timed by r.clock.
+func (r *realRuntime) timed() timedClient { return timedClient{Client: r.client, clock: r.clock} }
 
 // openRuntime picks the runtime: want is "auto", "containerd" or "process".
 func openRuntime(ctx context.Context, want, dir string) (*realRuntime, error) {
@@ -62,7 +66,7 @@ func openContainerd(ctx context.Context) (*realRuntime, error) {
 	}
 	return &realRuntime{
 		kind: v.RuntimeName + " " + v.RuntimeVersion, client: c, image: "actorlet.local/busybox:e2e",
-		pid: pid, close: func() { c.Close() },
+		pid: pid, close: func() { c.Close() }, clock: newCallClock(),
 	}, nil
 }
 
@@ -87,7 +91,7 @@ func openProcess(ctx context.Context, dir string) (*realRuntime, error) {
 	}
 	return &realRuntime{
 		kind: "process runtime (in process)", client: c, image: "bench/sleep:1", pid: "self",
-		close: func() { c.Close(); rt.Destroy(); os.RemoveAll(sockDir) },
+		close: func() { c.Close(); rt.Destroy(); os.RemoveAll(sockDir) }, clock: newCallClock(),
 	}, nil
 }
 
@@ -178,7 +182,8 @@ func (r *realRuntime) rawStart(ctx context.Context, logRoot, run, name string, c
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
 		}},
 	}
-	sb, err := r.client.RunPodSandbox(ctx, sc, "")
+	timed := r.timed()
+	sb, err := timed.RunPodSandbox(ctx, sc, "")
 	if err != nil {
 		return fmt.Errorf("run sandbox %s: %w", name, err)
 	}
@@ -197,11 +202,11 @@ func (r *realRuntime) rawStart(ctx context.Context, logRoot, run, name string, c
 	if err := os.MkdirAll(filepath.Join(logDir, "c"), 0o755); err != nil {
 		return fmt.Errorf("create container log dir: %w", err)
 	}
-	id, err := r.client.CreateContainer(ctx, sb, cc, sc)
+	id, err := timed.CreateContainer(ctx, sb, cc, sc)
 	if err != nil {
 		return fmt.Errorf("create container in %s: %w", name, err)
 	}
-	if err := r.client.StartContainer(ctx, id); err != nil {
+	if err := timed.StartContainer(ctx, id); err != nil {
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	return nil

@@ -31,7 +31,7 @@ func benchStart(ctx context.Context, e *env) error {
 		return err
 	}
 	node := "bench-start-" + e.run
-	a, err := startAgent(ctx, agentOpts{name: node, dir: e.dir, natsURL: e.natsURL, runtime: rt.client, maxPods: 1000, callLimit: e.callLimit})
+	a, err := startAgent(ctx, agentOpts{name: node, dir: e.dir, natsURL: e.natsURL, runtime: rt.timed(), maxPods: 1000, callLimit: e.callLimit, maxParallel: e.maxParallel})
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,8 @@ func benchStart(ctx context.Context, e *env) error {
 		"actorlet CRI calls/pod start", "actorlet CRI calls/pod teardown")
 	calls := newTable("CRI calls per pod the agent made, by method (the better round)", "N", "phase", "calls/pod", "by method")
 	limits := newTable("The agent's runtime call limit during the start (the better round; actorlet_runtime_call_limit every 250 ms)", "N", "mode", "limit over time")
-	sweep := newTable("Raw CRI: all N pods Running at each concurrency (ms, total)", "N", "conc.", "raw total", "raw teardown")
+	sweep := newTable("Raw CRI: all N pods Running at each concurrency (ms, total)", "N", "conc.", "raw total", "raw teardown", "start calls: mean ms · mean in flight (peak)", "CPU during the start")
+	timed := newTable("The agent's start calls in the runtime, each round", "N", "round", "total", "start calls: mean ms · mean in flight (peak)", "CPU during the start")
 	for _, n := range e.startSizes {
 		// The agent runs once before and once after the raw sweep and the
 		// better round counts, as the raw side counts its best round: on a
@@ -66,7 +67,7 @@ func benchStart(ctx context.Context, e *env) error {
 			if err != nil {
 				return err
 			}
-			sweep.add(n, concLabel(c, n), r.start.max(), r.teardown)
+			sweep.add(n, concLabel(c, n), r.start.max(), r.teardown, r.calls, r.cpu)
 			if c >= n {
 				allAtOnce = r
 			}
@@ -78,6 +79,8 @@ func benchStart(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
+		timed.add(n, "before the sweep", agentRun.start.max(), agentRun.callTimes, agentRun.cpu)
+		timed.add(n, "after the sweep", again.start.max(), again.callTimes, again.cpu)
 		if again.start.max() < agentRun.start.max() {
 			agentRun = again
 		}
@@ -90,7 +93,7 @@ func benchStart(ctx context.Context, e *env) error {
 		calls.add(n, "teardown", perPod(agentRun.teardownCalls, n), byMethod(agentRun.teardownCalls, n))
 	}
 	t.note("runtime: %s; one container per pod running `sleep 3600` under a shell that exits at SIGTERM, image %s", rt.kind, rt.image)
-	t.note("actorlet: all N pods written to KV %s at once (32 concurrent writers), --max-parallel-runtime-calls %d, --runtime-call-limit %s; latency = first status in KV actorlet_status with phase Running and the container running, minus the time the apply began; the better of two rounds, one before and one after the raw sweep (with its teardown)", "actorlet_desired", agent.DefaultConfig().MaxParallelRuntimeCalls, e.callLimit)
+	t.note("actorlet: all N pods written to KV %s at once (32 concurrent writers), --max-parallel-runtime-calls %d, --runtime-call-limit %s; latency = first status in KV actorlet_status with phase Running and the container running, minus the time the apply began; the better of two rounds, one before and one after the raw sweep (with its teardown)", "actorlet_desired", e.maxParallel, e.callLimit)
 	t.note("raw CRI: RunPodSandbox + CreateContainer + StartContainer per pod at each fixed concurrency of the sweep below, and all N at once; the best total is the floor; latency = StartContainer returned, minus the start")
 	t.note("teardown: actorlet = all N desired keys deleted → every sandbox of the node removed from the runtime; raw = StopPodSandbox + RemovePodSandbox of N sandboxes at the best start concurrency")
 	t.note("the agent learns a container runs from the PLEG (evented on containerd), the raw client from StartContainer's reply")
@@ -98,7 +101,10 @@ func benchStart(ctx context.Context, e *env) error {
 	e.report.emit(t)
 	e.report.emit(calls)
 	e.report.emit(limits)
+	sweep.note("start calls: RunPodSandbox, CreateContainer and StartContainer as the client saw them (not a wait for a slot): the mean time of a call, and the mean calls in flight (their summed time over the start's length) with the peak; CPU: this process's CPU time (the bench's client, and the in-process agent and NATS server), the runtime process's (containerd; not its shims) and the machine's busy CPU time of its whole capacity (nproc × the start's length)")
 	e.report.emit(sweep)
+	timed.note("the same figures for the agent's calls from the apply to the last pod Running, measured below the agent's runtime call limit")
+	e.report.emit(timed)
 	return nil
 }
 
@@ -199,6 +205,8 @@ type rawRun struct {
 	conc     int
 	start    durations
 	teardown time.Duration
+	calls    string // the start calls' mean time and mean in flight (callClock.summary)
+	cpu      string // where the CPU went during the start (cpuWindow)
 }
 
 // concurrencies is the sweep for n pods: fixed bounds below n, then n (all
@@ -222,11 +230,13 @@ func concLabel(c, n int) string {
 
 func rawRound(ctx context.Context, e *env, rt *realRuntime, spec podSpec, n, conc int) (rawRun, error) {
 	r := rawRun{conc: conc}
+	rt.clock.reset()
+	cpu := startCPUWindow(rt.pid)
 	lat, err := startRaw(ctx, e, rt, spec, n, conc)
 	if err != nil {
 		return r, err
 	}
-	r.start = lat
+	r.start, r.calls, r.cpu = lat, rt.clock.summary(), cpu.String()
 	t0 := time.Now()
 	if err := rt.teardown(ctx, conc); err != nil {
 		return r, err
@@ -245,6 +255,8 @@ type agentRun struct {
 	limits        string            // the call limit every 250 ms from the apply to all Running
 	startCalls    map[string]uint64 // CRI calls from the apply to all Running
 	teardownCalls map[string]uint64 // CRI calls from the delete to all removed
+	callTimes     string            // the start calls' mean time and mean in flight (callClock.summary)
+	cpu           string            // where the CPU went during the start (cpuWindow)
 }
 
 func startThroughAgent(ctx context.Context, e *env, a *agent.Agent, rt *realRuntime, spec podSpec, node string, n int, round string) (agentRun, error) {
@@ -260,6 +272,8 @@ func startThroughAgent(ctx context.Context, e *env, a *agent.Agent, rt *realRunt
 	}
 	defer w.stop()
 	calls0 := rt.client.CallCounts()
+	rt.clock.reset()
+	cpu := startCPUWindow(rt.pid)
 	t0 := time.Now()
 	stopTrace := traceLimit(a, 250*time.Millisecond)
 	if err := e.bus.put(ctx, values); err != nil {
@@ -271,6 +285,7 @@ func startThroughAgent(ctx context.Context, e *env, a *agent.Agent, rt *realRunt
 	if err != nil {
 		return run, err
 	}
+	run.callTimes, run.cpu = rt.clock.summary(), cpu.String()
 	calls1 := rt.client.CallCounts()
 	run.startCalls = callDelta(calls0, calls1)
 	var lat durations
