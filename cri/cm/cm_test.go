@@ -3,11 +3,13 @@ package cm
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/opencontainers/cgroups"
+	cgmanager "github.com/opencontainers/cgroups/manager"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -206,6 +208,40 @@ func TestManagerCgroupV1(t *testing.T) {
 		{"cpu", kp + "/besteffort/podbest", "cpu.shares", "2", "besteffort pod shares"},
 		{"cpu", kp + "/burstable", "cpu.shares", "256", "burstable cpu.shares (its pod's 250m)"},
 	})
+	// Every cgroup's directories are where the cgroups library finds them
+	// itself (the manager finds the hierarchies once).
+	for _, n := range []CgroupName{m.root, m.kubepods(), m.kubepods().Child(BurstableName), PodCgroupName(m.root, v1.PodQOSBurstable, "burst")} {
+		lib, err := cgmanager.New(m.config(n, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := m.paths(n), lib.GetPaths(); !reflect.DeepEqual(got, want) {
+			t.Errorf("cgroup %s: directories %v, the library's %v", n.Cgroupfs(), got, want)
+		}
+	}
+	// A pod that changes no burstable request does not write burstable's
+	// shares again: a value set behind the manager's back stays until the
+	// burstable pods change.
+	burstShares := filepath.Join("/sys/fs/cgroup/cpu", kp, "burstable", "cpu.shares")
+	if err := os.WriteFile(burstShares, []byte("1000"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	be2 := pod("best2", v1.ResourceRequirements{})
+	if _, err := m.EnsurePod(be2); err != nil {
+		t.Fatal(err)
+	}
+	checkV1Files(t, []v1Want{{"cpu", kp + "/burstable", "cpu.shares", "1000", "burstable cpu.shares after a best-effort pod"}})
+	if err := m.RemovePod(be2.UID); err != nil {
+		t.Fatal(err)
+	}
+	b2 := pod("burst2", v1.ResourceRequirements{Requests: rl("cpu", "250m")})
+	if _, err := m.EnsurePod(b2); err != nil {
+		t.Fatal(err)
+	}
+	checkV1Files(t, []v1Want{{"cpu", kp + "/burstable", "cpu.shares", "512", "burstable cpu.shares with a second 250m pod"}})
+	if err := m.RemovePod(b2.UID); err != nil {
+		t.Fatal(err)
+	}
 	// A pod cgroup removed behind the manager's back is made again at the
 	// next sync; one still there is left alone.
 	if err := m.destroy(PodCgroupName(m.root, v1.PodQOSGuaranteed, "guar")); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/opencontainers/cgroups"
+	"github.com/opencontainers/cgroups/fs"
+	"github.com/opencontainers/cgroups/fs2"
 	cgmanager "github.com/opencontainers/cgroups/manager"
 	"github.com/opencontainers/cgroups/systemd"
 	v1 "k8s.io/api/core/v1"
@@ -68,8 +70,16 @@ type Manager struct {
 	opts Options
 	root CgroupName
 
+	// bases are the cgroup hierarchies' directories (cgroup v1: by
+	// controller; v2: "" for the unified one), found once at New; nil
+	// (the systemd driver): the cgroups library finds them for each cgroup.
+	bases map[string]string
+
 	mu   sync.Mutex
 	pods map[types.UID]podCgroup // pods ensured since start
+	// burstableShares is what burstable's CPU shares were last set to
+	// (0: not known, set again at the next update).
+	burstableShares uint64
 }
 
 type podCgroup struct {
@@ -121,7 +131,7 @@ func New(opts Options) (*Manager, error) {
 	if _, err := ParseDriver(string(opts.Driver)); err != nil {
 		return nil, err
 	}
-	m := &Manager{opts: opts, root: RootName(opts.Root), pods: map[types.UID]podCgroup{}}
+	m := &Manager{opts: opts, root: RootName(opts.Root), pods: map[types.UID]podCgroup{}, bases: hierarchies(opts.Driver)}
 	kubepods := &ResourceConfig{}
 	if opts.PodsLimit != nil {
 		kubepods = limitsConfig(opts.PodsLimit)
@@ -151,7 +161,41 @@ func New(opts Options) (*Manager, error) {
 	if err := m.ensure(m.kubepods().Child(BurstableName), &ResourceConfig{CPUShares: &min}); err != nil {
 		return nil, err
 	}
+	m.burstableShares = min
 	return m, nil
+}
+
+// hierarchies finds the directory of each cgroup hierarchy with the
+// cgroupfs driver, as the cgroups library does for a cgroup it is given no
+// paths for. The library reads the mount table for that, every time: it was
+// 40 % of the CPU a pod's cgroup cost the agent in a pod start
+// (docs/benchmarks.md §1). nil when not found, and for the systemd driver
+// (its library manager finds its own): the library finds them each time.
+func hierarchies(d Driver) map[string]string {
+	if d != DriverCgroupfs {
+		return nil
+	}
+	if cgroups.IsCgroup2UnifiedMode() {
+		return map[string]string{"": fs2.UnifiedMountpoint}
+	}
+	mgr, err := fs.NewManager(&cgroups.Cgroup{Path: "/", Resources: &cgroups.Resources{SkipDevices: true}}, nil)
+	if err != nil {
+		return nil
+	}
+	return mgr.GetPaths()
+}
+
+// paths are cgroup n's directories in every hierarchy (nil: the library
+// finds them).
+func (m *Manager) paths(n CgroupName) map[string]string {
+	if m.bases == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m.bases))
+	for k, base := range m.bases {
+		out[k] = filepath.Join(base, n.Cgroupfs())
+	}
+	return out
 }
 
 func (m *Manager) kubepods() CgroupName { return m.root.Child(KubepodsName) }
@@ -203,7 +247,7 @@ func (m *Manager) config(n CgroupName, rc *ResourceConfig) *cgroups.Cgroup {
 // ensure creates cgroup n if needed and writes rc into it.
 func (m *Manager) ensure(n CgroupName, rc *ResourceConfig) error {
 	cfg := m.config(n, rc)
-	mgr, err := cgmanager.New(cfg)
+	mgr, err := cgmanager.NewWithPaths(cfg, m.paths(n))
 	if err != nil {
 		return fmt.Errorf("cgroup %s: %w", m.Name(n), err)
 	}
@@ -238,7 +282,7 @@ func (m *Manager) exists(n CgroupName) bool {
 
 // destroy removes cgroup n and any cgroup below it.
 func (m *Manager) destroy(n CgroupName) error {
-	mgr, err := cgmanager.New(m.config(n, nil))
+	mgr, err := cgmanager.NewWithPaths(m.config(n, nil), m.paths(n))
 	if err != nil {
 		return fmt.Errorf("cgroup %s: %w", m.Name(n), err)
 	}
@@ -274,7 +318,9 @@ func (m *Manager) EnsurePod(pod *v1.Pod) (string, error) {
 	return m.Name(name), nil
 }
 
-// updateQOSLocked sets burstable's CPU shares to its pods' requests.
+// updateQOSLocked sets burstable's CPU shares to its pods' requests. Shares
+// it already has are not written again: a pod that changes no burstable
+// request (any best-effort or guaranteed one) costs no write.
 func (m *Manager) updateQOSLocked() {
 	var milli int64
 	for _, p := range m.pods {
@@ -283,9 +329,16 @@ func (m *Manager) updateQOSLocked() {
 		}
 	}
 	shares := MilliCPUToShares(milli)
-	if err := m.ensure(m.kubepods().Child(BurstableName), &ResourceConfig{CPUShares: &shares}); err != nil {
-		klog.ErrorS(err, "Failed to update the burstable QoS cgroup")
+	burstable := m.kubepods().Child(BurstableName)
+	if shares == m.burstableShares && m.exists(burstable) {
+		return
 	}
+	if err := m.ensure(burstable, &ResourceConfig{CPUShares: &shares}); err != nil {
+		m.burstableShares = 0
+		klog.ErrorS(err, "Failed to update the burstable QoS cgroup")
+		return
+	}
+	m.burstableShares = shares
 }
 
 // RemovePod removes the pod's cgroup (its containers are gone) from
