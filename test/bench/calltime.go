@@ -21,17 +21,21 @@ var startVerbs = []string{"RunPodSandbox", "CreateContainer", "StartContainer"}
 // between them can be told apart as slower calls (the same work costing
 // the runtime more) or fewer calls in flight (slots idle). Every other
 // method, and every optional interface of *cri.Client, is the client's.
+// The first pod configuration an agent sends is kept (podTemplate).
 type timedClient struct {
 	*cri.Client
-	clock *callClock
+	clock    *callClock
+	template *podTemplate
 }
 
 func (t timedClient) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	t.template.captureSandbox(config)
 	defer t.clock.begin("RunPodSandbox")()
 	return t.Client.RunPodSandbox(ctx, config, handler)
 }
 
 func (t timedClient) CreateContainer(ctx context.Context, sandbox string, config *runtimeapi.ContainerConfig, sc *runtimeapi.PodSandboxConfig) (string, error) {
+	t.template.captureContainer(config)
 	defer t.clock.begin("CreateContainer")()
 	return t.Client.CreateContainer(ctx, sandbox, config, sc)
 }

@@ -25,10 +25,16 @@ type realRuntime struct {
 	pid    string // the runtime's process, for CPU figures ("self" when in process)
 	close  func()
 	clock  *callClock // times the start calls made through timed()
+	// template keeps the first pod configuration an agent sent through
+	// timed()
+	template *podTemplate
 }
 
-// timed is the client with its start calls timed by r.clock.
-func (r *realRuntime) timed() timedClient { return timedClient{Client: r.client, clock: r.clock} }
+// timed is the client with its start calls timed by r.clock, and the
+// agent's pod configuration kept in r.template.
+func (r *realRuntime) timed() timedClient {
+	return timedClient{Client: r.client, clock: r.clock, template: r.template}
+}
 
 // openRuntime picks the runtime: want is "auto", "containerd" or "process".
 func openRuntime(ctx context.Context, want, dir string) (*realRuntime, error) {
@@ -66,7 +72,7 @@ func openContainerd(ctx context.Context) (*realRuntime, error) {
 	}
 	return &realRuntime{
 		kind: v.RuntimeName + " " + v.RuntimeVersion, client: c, image: "actorlet.local/busybox:e2e",
-		pid: pid, close: func() { c.Close() }, clock: newCallClock(),
+		pid: pid, close: func() { c.Close() }, clock: newCallClock(), template: &podTemplate{},
 	}, nil
 }
 
@@ -91,7 +97,7 @@ func openProcess(ctx context.Context, dir string) (*realRuntime, error) {
 	}
 	return &realRuntime{
 		kind: "process runtime (in process)", client: c, image: "bench/sleep:1", pid: "self",
-		close: func() { c.Close(); rt.Destroy(); os.RemoveAll(sockDir) }, clock: newCallClock(),
+		close: func() { c.Close(); rt.Destroy(); os.RemoveAll(sockDir) }, clock: newCallClock(), template: &podTemplate{},
 	}, nil
 }
 
@@ -161,9 +167,11 @@ func (r *realRuntime) cleanUntilGone() {
 	}
 }
 
-// rawStart creates one pod the way the agent would, with only the three
-// CRI calls and nothing else: the floor the agent is compared with.
-func (r *realRuntime) rawStart(ctx context.Context, logRoot, run, name string, command []string) error {
+// rawStart creates one pod with only the three CRI calls and nothing
+// else: the floor the agent is compared with. The pod is a minimal one, or
+// with asAgent the agent's own configuration (podTemplate) made the raw
+// pod's.
+func (r *realRuntime) rawStart(ctx context.Context, logRoot, run, name string, command []string, asAgent bool) error {
 	uid := "raw-" + run + "-" + name
 	labels := map[string]string{
 		kuberuntime.LabelPodName: name, kuberuntime.LabelPodNamespace: benchNamespace,
@@ -173,34 +181,21 @@ func (r *realRuntime) rawStart(ctx context.Context, logRoot, run, name string, c
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("create log dir: %w", err)
 	}
-	sc := &runtimeapi.PodSandboxConfig{
-		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: benchNamespace, Uid: uid},
-		Hostname:     name,
-		Labels:       labels,
-		LogDirectory: logDir,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
-		}},
+	sc, cc := minimalPod(name, uid, logDir, labels, r.image, command)
+	if asAgent {
+		if sc, cc = r.template.configs(); sc == nil {
+			return fmt.Errorf("no pod configuration of the agent's was captured")
+		}
+		if err := asRawPod(sc, cc, name, uid, logDir, rawPodCgroupRoot(run), labels); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(filepath.Join(logDir, "c"), 0o755); err != nil {
+		return fmt.Errorf("create container log dir: %w", err)
 	}
 	timed := r.timed()
 	sb, err := timed.RunPodSandbox(ctx, sc, "")
 	if err != nil {
 		return fmt.Errorf("run sandbox %s: %w", name, err)
-	}
-	cl := map[string]string{kuberuntime.LabelContainerName: "c"}
-	for k, v := range labels {
-		cl[k] = v
-	}
-	cc := &runtimeapi.ContainerConfig{
-		Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
-		Image:    &runtimeapi.ImageSpec{Image: r.image},
-		Command:  command,
-		Labels:   cl,
-		LogPath:  "c/0.log",
-		Linux:    &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{}},
-	}
-	if err := os.MkdirAll(filepath.Join(logDir, "c"), 0o755); err != nil {
-		return fmt.Errorf("create container log dir: %w", err)
 	}
 	id, err := timed.CreateContainer(ctx, sb, cc, sc)
 	if err != nil {
@@ -210,6 +205,33 @@ func (r *realRuntime) rawStart(ctx context.Context, logRoot, run, name string, c
 		return fmt.Errorf("start container %s: %w", id, err)
 	}
 	return nil
+}
+
+// minimalPod is the least configuration of a pod running command: its
+// identity, labels and log directory, nothing else.
+func minimalPod(name, uid, logDir string, labels map[string]string, image string, command []string) (*runtimeapi.PodSandboxConfig, *runtimeapi.ContainerConfig) {
+	sc := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: benchNamespace, Uid: uid},
+		Hostname:     name,
+		Labels:       labels,
+		LogDirectory: logDir,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
+		}},
+	}
+	cl := map[string]string{kuberuntime.LabelContainerName: "c"}
+	for k, v := range labels {
+		cl[k] = v
+	}
+	cc := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
+		Image:    &runtimeapi.ImageSpec{Image: image},
+		Command:  command,
+		Labels:   cl,
+		LogPath:  "c/0.log",
+		Linux:    &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{}},
+	}
+	return sc, cc
 }
 
 // ensureImage pulls the benchmark image unless the runtime has it (on

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -26,6 +27,9 @@ func benchStart(ctx context.Context, e *env) error {
 	if _, err := rt.cleanNamespace(ctx); err != nil {
 		return err
 	}
+	// After the sandboxes (defers run last first): the raw pods' cgroups of
+	// a round that failed midway.
+	defer func() { _ = removeCgroupTree(rawPodCgroupRoot(e.run)) }()
 	defer rt.cleanUntilGone()
 	if err := rt.ensureImage(ctx); err != nil {
 		return err
@@ -45,7 +49,8 @@ func benchStart(ctx context.Context, e *env) error {
 	t := newTable("Pod start latency and teardown on "+rt.kind+" (ms)",
 		"N", "actorlet p50", "actorlet total", "best raw conc.", "raw p50", "raw total", "ratio total",
 		"raw total all at once", "actorlet teardown", "raw teardown", "ratio teardown",
-		"actorlet CRI calls/pod start", "actorlet CRI calls/pod teardown")
+		"actorlet CRI calls/pod start", "actorlet CRI calls/pod teardown",
+		"raw total, the agent's pod at its bound", "ratio to it")
 	calls := newTable("CRI calls per pod the agent made, by method (the better round)", "N", "phase", "calls/pod", "by method")
 	limits := newTable("The agent's runtime call limit during the start (the better round; actorlet_runtime_call_limit every 250 ms)", "N", "mode", "limit over time")
 	sweep := newTable("Raw CRI: all N pods Running at each concurrency (ms, total)", "N", "conc.", "raw total", "raw teardown", "start calls: mean ms · mean in flight (peak)", "CPU during the start")
@@ -59,11 +64,19 @@ func benchStart(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
+		// Raw CRI at the agent's bound with the agent's own pod
+		// configuration, next to the agent's round: the floor for the same
+		// pod.
+		sameBound, err := rawRound(ctx, e, rt, spec, n, e.maxParallel, true)
+		if err != nil {
+			return err
+		}
+		sweep.add(n, concLabel(e.maxParallel, n)+", the agent's pod", sameBound.start.max(), sameBound.teardown, sameBound.calls, sameBound.cpu)
 		// Raw CRI at fixed concurrencies, and all at once: the best is the
 		// floor the agent is held to.
 		var best, allAtOnce rawRun
 		for _, c := range concurrencies(n) {
-			r, err := rawRound(ctx, e, rt, spec, n, c)
+			r, err := rawRound(ctx, e, rt, spec, n, c, false)
 			if err != nil {
 				return err
 			}
@@ -87,7 +100,8 @@ func benchStart(ctx context.Context, e *env) error {
 		t.add(n, agentRun.start.percentile(50), agentRun.start.max(), concLabel(best.conc, n),
 			best.start.percentile(50), best.start.max(), ratio(agentRun.start.max(), best.start.max()),
 			allAtOnce.start.max(), agentRun.teardown, best.teardown, ratio(agentRun.teardown, best.teardown),
-			perPod(agentRun.startCalls, n), perPod(agentRun.teardownCalls, n))
+			perPod(agentRun.startCalls, n), perPod(agentRun.teardownCalls, n),
+			sameBound.start.max(), ratio(agentRun.start.max(), sameBound.start.max()))
 		limits.add(n, e.callLimit, agentRun.limits)
 		calls.add(n, "start", perPod(agentRun.startCalls, n), byMethod(agentRun.startCalls, n))
 		calls.add(n, "teardown", perPod(agentRun.teardownCalls, n), byMethod(agentRun.teardownCalls, n))
@@ -96,6 +110,7 @@ func benchStart(ctx context.Context, e *env) error {
 	t.note("actorlet: all N pods written to KV %s at once (32 concurrent writers), --max-parallel-runtime-calls %d, --runtime-call-limit %s; latency = first status in KV actorlet_status with phase Running and the container running, minus the time the apply began; the better of two rounds, one before and one after the raw sweep (with its teardown)", "actorlet_desired", e.maxParallel, e.callLimit)
 	t.note("raw CRI: RunPodSandbox + CreateContainer + StartContainer per pod at each fixed concurrency of the sweep below, and all N at once; the best total is the floor; latency = StartContainer returned, minus the start")
 	t.note("teardown: actorlet = all N desired keys deleted → every sandbox of the node removed from the runtime; raw = StopPodSandbox + RemovePodSandbox of N sandboxes at the best start concurrency")
+	t.note("raw total, the agent's pod at its bound: raw CRI at the agent's --max-parallel-runtime-calls with the sandbox and container configuration the agent sent for its first pod (its pod cgroup's depth, its mounts, labels and annotations), made the raw pod's; run right after the first agent round, before the sweep")
 	t.note("the agent learns a container runs from the PLEG (evented on containerd), the raw client from StartContainer's reply")
 	t.note("CRI calls/pod: unary CRI calls of the agent's runtime client (actorlet_cri_calls_total) from the apply to the last pod Running (start) and from the delete to the last sandbox removed (teardown), over N; PLEG relists in that window count too")
 	e.report.emit(t)
@@ -228,11 +243,23 @@ func concLabel(c, n int) string {
 	return fmt.Sprint(c)
 }
 
-func rawRound(ctx context.Context, e *env, rt *realRuntime, spec podSpec, n, conc int) (rawRun, error) {
+// rawRound starts n pods with raw CRI calls, conc at a time, and tears
+// them down; asAgent replays the agent's pod configuration instead of a
+// minimal one (rawStart).
+func rawRound(ctx context.Context, e *env, rt *realRuntime, spec podSpec, n, conc int, asAgent bool) (rawRun, error) {
 	r := rawRun{conc: conc}
+	if asAgent {
+		// The raw pods' cgroups, made by the runtime under a root of the
+		// run's own, go once their sandboxes are gone.
+		defer func() {
+			if err := removeCgroupTree(rawPodCgroupRoot(e.run)); err != nil {
+				fmt.Fprintf(os.Stderr, "warning: raw pods' cgroups left: %v\n", err)
+			}
+		}()
+	}
 	rt.clock.reset()
 	cpu := startCPUWindow(rt.pid)
-	lat, err := startRaw(ctx, e, rt, spec, n, conc)
+	lat, err := startRaw(ctx, e, rt, spec, n, conc, asAgent)
 	if err != nil {
 		return r, err
 	}
@@ -319,7 +346,7 @@ func startThroughAgent(ctx context.Context, e *env, a *agent.Agent, rt *realRunt
 	return run, err
 }
 
-func startRaw(ctx context.Context, e *env, rt *realRuntime, spec podSpec, n, conc int) (durations, error) {
+func startRaw(ctx context.Context, e *env, rt *realRuntime, spec podSpec, n, conc int, asAgent bool) (durations, error) {
 	var (
 		mu    sync.Mutex
 		lat   durations
@@ -334,7 +361,7 @@ func startRaw(ctx context.Context, e *env, rt *realRuntime, spec podSpec, n, con
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := rt.rawStart(ctx, logRoot, e.run, fmt.Sprintf("raw%d-%d", n, i), spec.command)
+			err := rt.rawStart(ctx, logRoot, e.run, fmt.Sprintf("raw%d-%d", n, i), spec.command, asAgent)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {
