@@ -317,6 +317,21 @@ func BenchmarkEnsurePod(b *testing.B) {
 			}
 		}
 	})
+	// A best-effort pod changes no burstable shares: its cgroup is all
+	// the cgroup work of its start and teardown.
+	b.Run("create-remove-besteffort", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			q := pod("besteffort" + strconv.Itoa(i))
+			if _, err := m.EnsurePod(q); err != nil {
+				b.Fatal(err)
+			}
+			if err := m.RemovePod(q.UID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("create-remove", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
