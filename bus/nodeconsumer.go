@@ -52,12 +52,15 @@ const (
 	storedHeartbeat = 100 * time.Millisecond
 	pullExpires     = 5 * time.Second
 	pullHeartbeat   = 2 * time.Second
-	// pullSilence: a read that hears nothing (no message, heartbeat or
-	// request end) for this long asks again with a new request (its
-	// request was lost with a consumer leader, or the server or this
-	// process is too loaded to keep the heartbeat's pace); after a second
-	// such silence the read ends.
-	pullSilence = 2*pullHeartbeat + time.Second
+	// maxSilences is how many silences in a row (see pullSilence) a read
+	// asks again through before it ends. Ending costs more than asking:
+	// the caller reads again from the start, a lookup and two resets of
+	// the consumer (replicated on a cluster) and the whole stream. When a
+	// loaded server keeps nobody's heartbeat's pace, every node's read
+	// falls silent together, and with one renewal only, their re-reads
+	// (thousands of API requests at once in a 500-node fleet) kept the
+	// servers loaded: reads ended again and again (docs/benchmarks.md §7).
+	maxSilences = 3
 	// consumerAPITimeout bounds each of the lookup and resets that start a
 	// read.
 	consumerAPITimeout = 5 * time.Second
@@ -65,6 +68,12 @@ const (
 	// the consumer waits for it to end.
 	pullDrainMargin = 500 * time.Millisecond
 )
+
+// pullSilence: a read that hears nothing (no message, heartbeat or request
+// end) for this long asks again with a new request: its request was lost
+// with a consumer leader, or the server or this process is too loaded to
+// keep the heartbeat's pace. A variable for tests.
+var pullSilence = 2*pullHeartbeat + time.Second
 
 // ErrConsumerGap ends a consumer read whose delivered messages are not
 // contiguous: a message went to another reader (a pull request left by an
@@ -270,25 +279,26 @@ func (r *pullReader) run(out chan<- jetstream.KeyValueEntry, stop <-chan struct{
 	}
 	silence := time.NewTimer(pullSilence)
 	defer silence.Stop()
-	// silent: the last silence renewed the request and nothing was heard
-	// since. A renewal keeps the read's proof: whatever the new request
-	// brings is checked as everything else (the consumer sequence must
-	// follow the last one received, a heartbeat must name it), so a
-	// message the lost request took ends the read with ErrConsumerGap as
-	// before, and a contiguous read goes on without a re-watch (which
-	// costs a lookup, two resets and the whole stream: under a load that
-	// delays heartbeats, re-watches of every node fed the load).
-	silent := false
+	// silences: the silences in a row, each of which renewed the request,
+	// since something was last heard. A renewal keeps the read's proof:
+	// whatever the new request brings is checked as everything else (the
+	// consumer sequence must follow the last one received, a heartbeat must
+	// name it), so a message a lost request took ends the read with
+	// ErrConsumerGap as before, and a contiguous read goes on without a
+	// re-watch (which costs a lookup, two resets and the whole stream:
+	// under a load that delays heartbeats, re-watches of every node fed
+	// the load).
+	silences := 0
 	for {
 		var m *nats.Msg
 		select {
 		case <-stop:
 			return nil
 		case <-silence.C:
-			if silent {
-				return fmt.Errorf("consumer %s of bucket %s: nothing heard for 2 x %s (no message, heartbeat or end of request), after asking again: the pull request was lost", r.consumer, r.bucket, pullSilence)
+			if silences == maxSilences {
+				return fmt.Errorf("consumer %s of bucket %s: nothing heard for %d x %s (no message, heartbeat or end of request), after asking again %d times: the pull request was lost", r.consumer, r.bucket, maxSilences+1, pullSilence, maxSilences)
 			}
-			silent = true
+			silences++
 			r.want = 0
 			if err := r.request(initDone); err != nil {
 				return err
@@ -297,7 +307,7 @@ func (r *pullReader) run(out chan<- jetstream.KeyValueEntry, stop <-chan struct{
 			continue
 		case m = <-r.msgs:
 		}
-		silent = false
+		silences = 0
 		silence.Reset(pullSilence)
 		if status := m.Header.Get("Status"); status != "" && len(m.Data) == 0 {
 			if err := r.status(m, status); err != nil {

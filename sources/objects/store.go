@@ -28,9 +28,7 @@ import (
 // Limits.
 const (
 	// MaxObjects bounds how many objects of each kind a node keeps.
-	MaxObjects  = 10000
-	rewatchBase = 100 * time.Millisecond
-	rewatchMax  = 5 * time.Second
+	MaxObjects = 10000
 )
 
 // Ref names one object of a kind.
@@ -142,7 +140,7 @@ var errResync = errors.New("reconnected")
 
 func (s *Store) run(ctx context.Context, js jetstream.JetStream, bucket string, resync chan struct{}) {
 	defer s.wg.Done()
-	backoff := rewatchBase
+	var backoff bus.Backoff
 	logged := false // one log line per outage, not one per retry
 	for {
 		synced, err := s.watch(ctx, js, bucket, resync)
@@ -150,7 +148,8 @@ func (s *Store) run(ctx context.Context, js jetstream.JetStream, bucket string, 
 			return
 		}
 		if synced {
-			backoff, logged = rewatchBase, false
+			backoff.Reset()
+			logged = false
 		}
 		if errors.Is(err, errResync) {
 			klog.V(2).InfoS("Re-reading objects after reconnect", "bucket", bucket)
@@ -166,9 +165,8 @@ func (s *Store) run(ctx context.Context, js jetstream.JetStream, bucket string, 
 		case <-ctx.Done():
 			return
 		case <-resync:
-		case <-time.After(backoff):
+		case <-time.After(backoff.Next()):
 		}
-		backoff = min(backoff*2, rewatchMax)
 	}
 }
 
@@ -200,6 +198,9 @@ func (s *Store) watch(ctx context.Context, js jetstream.JetStream, bucket string
 			return !initial, errResync
 		case e, ok := <-w.Updates():
 			if !ok {
+				if err := w.Err(); err != nil {
+					return !initial, fmt.Errorf("consumer read ended: %w", err)
+				}
 				return !initial, errors.New("consumer read ended")
 			}
 			if e == nil {

@@ -18,10 +18,8 @@ import (
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
-// Re-watch back-off after a failed or lost watch.
+// A failed or lost watch is watched again after a bus.Backoff.
 const (
-	rewatchBase = 100 * time.Millisecond
-	rewatchMax  = 5 * time.Second
 	// initialTimeout bounds the read of the stored entries: the consumer
 	// read itself ends (with an error) after a few seconds without word
 	// from the server (bus.ConsumerWatch), so this only stops a read that
@@ -135,27 +133,27 @@ func (s *Source) run(ctx context.Context) {
 			s.evictTimer()
 		}
 	}()
-	backoff := rewatchBase
+	var backoff bus.Backoff
 	for {
 		synced, err := s.watch(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if synced {
-			backoff = rewatchBase
+			backoff.Reset()
 		}
 		if errors.Is(err, errResync) {
 			klog.InfoS("Re-watching desired pods after reconnect", "node", s.cfg.NodeName)
 			continue
 		}
-		klog.ErrorS(err, "Watching desired pods failed, retrying", "node", s.cfg.NodeName, "backoff", backoff)
+		wait := backoff.Next()
+		klog.ErrorS(err, "Watching desired pods failed, retrying", "node", s.cfg.NodeName, "backoff", wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.cfg.Clock.After(backoff):
+		case <-s.cfg.Clock.After(wait):
 		case <-s.resync:
 		}
-		backoff = min(backoff*2, rewatchMax)
 	}
 }
 
