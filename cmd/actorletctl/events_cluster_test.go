@@ -47,7 +47,11 @@ func TestEventsOnCluster(t *testing.T) {
 	}
 	for i := 0; i < cl.Size(); i++ {
 		e.url = cl.ServerURL(i) // through each server in turn
-		out := e.mustRun("events")
+		// A longer timeout than the helpers' 5 s: under a loaded make test
+		// the first message of the R3 stream's new ordered consumer once
+		// took longer (nats: timeout, 300 events left). What this test is
+		// about, the "no responders" race, fails at once, not late.
+		out := e.mustRun("--timeout", "20s", "events")
 		if got := strings.Count(out, "Started container"); got != n {
 			t.Fatalf("events through %s listed %d events, want %d:\n%.2000s", cl.ServerName(i), got, n, out)
 		}
