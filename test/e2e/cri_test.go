@@ -142,18 +142,25 @@ func sweepOnce(ctx context.Context, c *cri.Client, ns string) (int, error) {
 // stuckContainer finds the container a failed RemovePodSandbox names.
 var stuckContainer = regexp.MustCompile(`failed to remove container \\?"([0-9a-f]{64})\\?"`)
 
-// deleteStuckTask deletes, through containerd's own CLI, the task of the
-// container a sandbox removal failed on. containerd 1.6 leaves a task in
-// CREATED state when the client of its StartContainer goes away mid-call
-// (the agent killed while creating pods: "failed to get task pid: context
-// canceled"); CRI then shows the container exited but never removes it,
-// and nothing through CRI can. The next pass removes the sandbox.
+// deleteStuckTask deletes, through containerd's own CLI and on the
+// containerd under test (its socket: 1.6's ctr speaks to 2.x too), the task
+// of the container a sandbox removal failed on. containerd 1.6 leaves a
+// task in CREATED state when the client of its StartContainer goes away
+// mid-call (the agent killed while creating pods: "failed to get task pid:
+// context canceled"); CRI then shows the container exited but never
+// removes it, and nothing through CRI can. containerd 2.4 was seen once
+// refusing the removal with "cannot delete running task" after the same
+// kill. The next pass removes the sandbox.
 func deleteStuckTask(ctx context.Context, err error) {
 	m := stuckContainer.FindStringSubmatch(err.Error())
 	if m == nil {
 		return
 	}
-	_ = exec.CommandContext(ctx, "ctr", "-n", "k8s.io", "tasks", "delete", "--force", m[1]).Run()
+	sock, serr := cri.SocketPath(criEndpoint)
+	if serr != nil {
+		return
+	}
+	_ = exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io", "tasks", "delete", "--force", m[1]).Run()
 }
 
 // readyOnly keeps the ready sandboxes.
