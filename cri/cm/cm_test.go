@@ -140,6 +140,31 @@ func exists(ctrl, p string) bool {
 	return err == nil
 }
 
+// Every cgroup's directories are where the cgroups library finds them
+// itself, though the manager finds the hierarchies only once: on cgroup v1
+// (each controller's, and the unified one of a hybrid host) as on v2.
+// Nothing is created, so no root is needed; the systemd driver leaves
+// them to its library manager.
+func TestPathsAsTheLibraryFindsThem(t *testing.T) {
+	if hierarchies(DriverSystemd) != nil {
+		t.Error("the systemd driver's hierarchies are found by its library manager, not here")
+	}
+	m := &Manager{opts: Options{Driver: DriverCgroupfs}, root: RootName("/actorlet-paths-test"), bases: hierarchies(DriverCgroupfs)}
+	if m.bases == nil {
+		t.Skip("no cgroup hierarchy on this host")
+	}
+	for _, n := range []CgroupName{m.root, m.kubepods(), m.kubepods().Child(BurstableName),
+		PodCgroupName(m.root, v1.PodQOSBurstable, "burst"), PodCgroupName(m.root, v1.PodQOSGuaranteed, "guar")} {
+		lib, err := cgmanager.New(m.config(n, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := m.paths(n), lib.GetPaths(); !reflect.DeepEqual(got, want) {
+			t.Errorf("cgroup %s: directories %v, the library's %v", n.Cgroupfs(), got, want)
+		}
+	}
+}
+
 // As root on cgroup v1: the hierarchy under a root of the test's own, pod
 // cgroups under the right QoS parent with their limits, burstable's shares
 // following its pods, everything removed at the end.
@@ -208,17 +233,6 @@ func TestManagerCgroupV1(t *testing.T) {
 		{"cpu", kp + "/besteffort/podbest", "cpu.shares", "2", "besteffort pod shares"},
 		{"cpu", kp + "/burstable", "cpu.shares", "256", "burstable cpu.shares (its pod's 250m)"},
 	})
-	// Every cgroup's directories are where the cgroups library finds them
-	// itself (the manager finds the hierarchies once).
-	for _, n := range []CgroupName{m.root, m.kubepods(), m.kubepods().Child(BurstableName), PodCgroupName(m.root, v1.PodQOSBurstable, "burst")} {
-		lib, err := cgmanager.New(m.config(n, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := m.paths(n), lib.GetPaths(); !reflect.DeepEqual(got, want) {
-			t.Errorf("cgroup %s: directories %v, the library's %v", n.Cgroupfs(), got, want)
-		}
-	}
 	// A pod that changes no burstable request does not write burstable's
 	// shares again: a value set behind the manager's back stays until the
 	// burstable pods change.
