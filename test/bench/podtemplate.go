@@ -31,25 +31,31 @@ type podTemplate struct {
 // CRI's pods carry no node label).
 func agentPod(labels map[string]string) bool { return labels[kuberuntime.LabelNode] != "" }
 
+// captureSandbox and captureContainer keep the first configuration of an
+// agent's pod; a nil template keeps nothing.
 func (t *podTemplate) captureSandbox(c *runtimeapi.PodSandboxConfig) {
-	if t == nil || !agentPod(c.GetLabels()) {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sandbox == nil {
-		t.sandbox = proto.Clone(c).(*runtimeapi.PodSandboxConfig)
+	if t != nil {
+		capture(t, &t.sandbox, c, c.GetLabels())
 	}
 }
 
 func (t *podTemplate) captureContainer(c *runtimeapi.ContainerConfig) {
-	if t == nil || !agentPod(c.GetLabels()) {
+	if t != nil {
+		capture(t, &t.container, c, c.GetLabels())
+	}
+}
+
+// capture keeps a copy of c, an agent's configuration (by its labels), in
+// *kept unless one is kept already.
+func capture[M proto.Message](t *podTemplate, kept *M, c M, labels map[string]string) {
+	if !agentPod(labels) {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.container == nil {
-		t.container = proto.Clone(c).(*runtimeapi.ContainerConfig)
+	var none M
+	if any(*kept) == any(none) {
+		*kept = proto.Clone(c).(M)
 	}
 }
 

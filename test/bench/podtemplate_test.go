@@ -74,3 +74,11 @@ func TestAsRawPod(t *testing.T) {
 		t.Errorf("a later pod replaced the first: %v", sc.Metadata)
 	}
 }
+
+// A client without a template (nil) captures nothing and does not fail.
+func TestNilTemplateCapturesNothing(t *testing.T) {
+	var tmpl *podTemplate
+	labels := map[string]string{kuberuntime.LabelNode: "n1"}
+	tmpl.captureSandbox(&runtimeapi.PodSandboxConfig{Labels: labels})
+	tmpl.captureContainer(&runtimeapi.ContainerConfig{Labels: labels})
+}
