@@ -84,6 +84,7 @@ func run() int {
 		clBuses    = flag.String("cluster-buses", "r1,r3,r3-kill", "buses of the cluster section, comma-separated: r1 (one server), r3 (three servers, R3 buckets), r3-kill (r3 with the desired stream's leader killed mid-apply)")
 		window     = flag.Duration("window", 60*time.Second, "CPU/RSS measurement window of the idle section (detect uses a sixth of it)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		pprofAddr  = flag.String("pprof", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060) for the run, with mutex and block profiling on, to look inside a stall while it happens")
 		logV       = flag.Int("v", 0, "klog verbosity of the in-process agents' log (6: every CRI call with its duration)")
 		maxPar     = flag.Int("max-parallel-runtime-calls", agent.DefaultConfig().MaxParallelRuntimeCalls, "the agent's --max-parallel-runtime-calls in the start section")
 		callLimit  = flag.String("runtime-call-limit", agent.DefaultConfig().RuntimeCallLimit, "the agent's --runtime-call-limit in the start section: adaptive or fixed")
@@ -149,6 +150,12 @@ func run() int {
 		defer f.Close()
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr); err != nil {
+			fmt.Fprintf(os.Stderr, "-pprof: %v\n", err)
+			return 2
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
