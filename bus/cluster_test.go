@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/bus/bustest"
 	"github.com/actorlet/actorlet/messages/wire"
@@ -118,5 +120,93 @@ func TestNodeConsumersWaitForTheCluster(t *testing.T) {
 	cl.Start(2)
 	if err := <-errc; err != nil {
 		t.Fatalf("EnsureNodeConsumers once the servers were back: %v", err)
+	}
+}
+
+// TestNodeConsumersInMemoryOutliveRestarts: on a cluster a node's
+// consumers keep their state in memory, and outlive a rolling restart of
+// every server and a restart of the whole cluster (the meta group keeps
+// their definitions): the node reads all its desired keys after each. On
+// one server they keep it on disk, and outlive the server's restart.
+func TestNodeConsumersInMemoryOutliveRestarts(t *testing.T) {
+	const node, n = "n1", 10
+	setUp := func(ctx context.Context, t *testing.T, c *bus.Conn) {
+		provision(ctx, t, c, node, n)
+		if err := wire.EnsureObjectBuckets(ctx, c.JS); err != nil {
+			t.Fatal(err)
+		}
+		if err := busauth.EnsureNodeObjectConsumers(ctx, c.JS, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(ctx context.Context, t *testing.T, c *bus.Conn, after string) {
+		t.Helper()
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		keys, err := readStored(rctx, t, c, node, n)
+		if err != nil || len(keys) != n {
+			t.Fatalf("%s: read %d keys (%v), want %d", after, len(keys), err, n)
+		}
+	}
+	t.Run("cluster", func(t *testing.T) {
+		cl := bustest.StartCluster(t, 3)
+		c := cl.ConnectWithProtocol(t, "op", 3)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		setUp(ctx, t, c)
+		consumersInMemory(ctx, t, c, node, true)
+		read(ctx, t, c, "provisioned")
+		for i := range cl.Size() {
+			cl.WaitHealthy()
+			cl.Stop(i)
+			cl.Start(i)
+		}
+		cl.WaitHealthy()
+		read(ctx, t, c, "every server restarted in turn")
+		for i := range cl.Size() {
+			cl.Stop(i)
+		}
+		for i := range cl.Size() {
+			cl.Start(i)
+		}
+		cl.WaitMetaLeader()
+		cl.WaitHealthy()
+		read(ctx, t, c, "the whole cluster restarted")
+		consumersInMemory(ctx, t, c, node, true)
+	})
+	t.Run("server", func(t *testing.T) {
+		s := bustest.StartServer(t, bustest.ServerOptions{})
+		c := bustest.ConnectWithProtocol(t, s)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		setUp(ctx, t, c)
+		consumersInMemory(ctx, t, c, node, false)
+		s.Restart()
+		read(ctx, t, c, "the server restarted")
+		consumersInMemory(ctx, t, c, node, false)
+	})
+}
+
+// consumersInMemory checks that every consumer of node keeps its state in
+// memory, or on disk (want false). A lookup is retried while the cluster
+// elects the consumer's leader.
+func consumersInMemory(ctx context.Context, t *testing.T, c *bus.Conn, node string, want bool) {
+	t.Helper()
+	for _, set := range []map[string]jetstream.ConsumerConfig{busauth.NodeConsumers(node), busauth.NodeObjectConsumers(node)} {
+		for stream, cfg := range set {
+			for {
+				co, err := c.JS.Consumer(ctx, stream, cfg.Durable)
+				if err == nil {
+					if got := co.CachedInfo().Config.MemoryStorage; got != want {
+						t.Errorf("consumer %s on %s: state in memory %v, want %v", cfg.Durable, stream, got, want)
+					}
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("look up consumer %s on %s: %v", cfg.Durable, stream, err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
 	}
 }

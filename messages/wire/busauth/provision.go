@@ -69,7 +69,9 @@ func NodeObjectConsumers(node string) map[string]jetstream.ConsumerConfig {
 // temporarily unavailable", a timeout) is retried until ctx ends: an agent
 // starting during a server's restart waits rather than exits.
 func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	return wire.RetryTransient(ctx, func(ctx context.Context) error { return ensureConsumers(ctx, js, NodeConsumers(node)) })
+	return wire.RetryTransient(ctx, func(ctx context.Context) error {
+		return ensureConsumers(ctx, js, NodeConsumers(node), stateInMemory)
+	})
 }
 
 // EnsureNodeObjectConsumers does what EnsureNodeConsumers does for
@@ -77,10 +79,38 @@ func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node strin
 // (actorletctl node add); a node runs without its object consumers until
 // they are there (sources/objects waits for them).
 func EnsureNodeObjectConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	return wire.RetryTransient(ctx, func(ctx context.Context) error { return ensureConsumers(ctx, js, NodeObjectConsumers(node)) })
+	return wire.RetryTransient(ctx, func(ctx context.Context) error {
+		return ensureConsumers(ctx, js, NodeObjectConsumers(node), stateInMemory)
+	})
 }
 
-func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[string]jetstream.ConsumerConfig) error {
+// consumerState says where the consumers ensureConsumers creates keep
+// their state.
+type consumerState int
+
+const (
+	// stateOnStream: where the stream keeps its own (the server's default).
+	stateOnStream consumerState = iota
+	// stateInMemory: in memory when the stream is replicated. For the
+	// node's consumers, whose state is worth nothing: every read resets
+	// its consumer to the first sequence (bus.WatchConsumer), acks
+	// nothing, and checks every message it is given.
+	//
+	// On a cluster, a replicated consumer is a Raft group of its own,
+	// and a node has four, so a 500-node fleet runs 2,000. Kept on disk,
+	// each of them writes its delivered state to its log and a state
+	// file on every server. In memory, they write neither: the cluster's
+	// meta group still keeps the consumers' definitions on disk, so a
+	// consumer outlives the restart of any server and of all of them,
+	// with its state reset (TestNodeConsumersInMemoryOutliveRestarts).
+	// On one server, whose consumers are no Raft groups, a consumer in
+	// memory would not outlive a restart of the server: there they stay
+	// on disk. (docs/benchmarks.md §7: the fleet's apply on R3 went
+	// from 88 s to under a minute on this machine.)
+	stateInMemory
+)
+
+func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[string]jetstream.ConsumerConfig, state consumerState) error {
 	for stream, cfg := range consumers {
 		// Pull consumers for nodes, push consumers (a deliver subject) for
 		// stream sources; jetstream looks each kind up separately.
@@ -118,6 +148,11 @@ func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[
 			}
 			return fmt.Errorf("look up consumer %s on %s: %w", cfg.Durable, stream, err)
 		}
+		if state == stateInMemory {
+			if cfg.MemoryStorage, err = replicated(ctx, js, stream); err != nil {
+				return err
+			}
+		}
 		if push {
 			_, err = js.CreatePushConsumer(ctx, stream, cfg)
 		} else {
@@ -142,6 +177,15 @@ func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[
 		}
 	}
 	return nil
+}
+
+// replicated reports whether stream has more than one replica.
+func replicated(ctx context.Context, js jetstream.JetStream, stream string) (bool, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false, fmt.Errorf("look up stream %s: %w", stream, err)
+	}
+	return s.CachedInfo().Config.Replicas > 1, nil
 }
 
 // createRefused reports whether the server refused this connection a
