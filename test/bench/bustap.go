@@ -27,7 +27,7 @@ import (
 // cause no route traffic of their own. What the taps receive is taken
 // out of the servers' totals again (connz of the taps' connections).
 type busTap struct {
-	servers []*server.Server
+	servers []*natsProc
 	conns   []*nats.Conn // per server: the application tap, then the system tap
 	subs    []*nats.Subscription
 
@@ -75,8 +75,20 @@ const (
 	tapPendingBytes = 512 << 20
 )
 
-// startBusTap subscribes on every running server of b.
-func startBusTap(b *benchBus) (*busTap, error) {
+// startBusTap subscribes on every running server of b. Without classes
+// it subscribes nothing and reads only the servers' counters: the taps'
+// deliveries are work for the servers (every message once more) and for
+// this process, which a run timing the fleet leaves out.
+func startBusTap(b *benchBus, classes bool) (*busTap, error) {
+	if !classes {
+		t := &busTap{counts: map[string]classCount{}, detail: map[[2]string]classCount{}}
+		for _, s := range b.servers {
+			if s != nil {
+				t.servers = append(t.servers, s)
+			}
+		}
+		return t, nil
+	}
 	sys, err := b.auth.IssueSystem("bench-tap")
 	if err != nil {
 		return nil, err
@@ -91,11 +103,11 @@ func startBusTap(b *benchBus) (*busTap, error) {
 			continue
 		}
 		for _, side := range []struct{ creds, subject string }{{b.adminCreds(), ">"}, {sysCreds, "$NRG.>"}} {
-			nc, err := nats.Connect(s.ClientURL(), nats.UserCredentials(side.creds), nats.Name(tapQueue),
+			nc, err := nats.Connect(s.clientURL(), nats.UserCredentials(side.creds), nats.Name(tapQueue),
 				nats.NoReconnect(), nats.DontRandomize())
 			if err != nil {
 				t.stop()
-				return nil, fmt.Errorf("bus tap on %s: %w", s.Name(), err)
+				return nil, fmt.Errorf("bus tap on %s: %w", s.name, err)
 			}
 			t.conns = append(t.conns, nc)
 			t.servers = append(t.servers, s)
@@ -108,7 +120,7 @@ func startBusTap(b *benchBus) (*busTap, error) {
 			}
 			if err != nil {
 				t.stop()
-				return nil, fmt.Errorf("bus tap on %s: %w", s.Name(), err)
+				return nil, fmt.Errorf("bus tap on %s: %w", s.name, err)
 			}
 			t.subs = append(t.subs, sub)
 		}
@@ -303,7 +315,7 @@ func (t *busTap) read(ctx context.Context) (busTraffic, error) {
 		if n, err := t.subs[i].Dropped(); err == nil {
 			dropped += int64(n)
 		}
-		if !t.servers[i].Running() || nc.IsClosed() {
+		if !t.servers[i].running() || nc.IsClosed() {
 			continue
 		}
 		if err := nc.FlushTimeout(10 * time.Second); err != nil {
@@ -334,17 +346,20 @@ func (t *busTap) read(ctx context.Context) (busTraffic, error) {
 	}
 	t.mu.Unlock()
 	r.groups = map[string]string{}
-	seen := map[*server.Server]bool{}
+	seen := map[*natsProc]bool{}
 	for i, s := range t.servers {
-		if !s.Running() {
+		if !s.running() {
 			continue
 		}
 		if !seen[s] {
 			seen[s] = true
-			v := varz(s)
-			r.total.msgs += v.InMsgs + v.OutMsgs
-			r.total.bytes += v.InBytes + v.OutBytes
-			if jsz, err := s.Jsz(&server.JSzOptions{Accounts: true, Streams: true, Consumer: true, RaftGroups: true}); err == nil {
+			var v server.Varz
+			if err := s.get(ctx, "/varz", &v); err == nil {
+				r.total.msgs += v.InMsgs + v.OutMsgs
+				r.total.bytes += v.InBytes + v.OutBytes
+			}
+			var jsz server.JSInfo
+			if err := s.get(ctx, "/jsz?accounts=true&streams=true&consumers=true&raft=true", &jsz); err == nil {
 				if jsz.Meta != nil {
 					r.groups["_meta_"] = "meta"
 				}
@@ -359,7 +374,8 @@ func (t *busTap) read(ctx context.Context) (busTraffic, error) {
 					}
 				}
 			}
-			if rz, err := s.Routez(&server.RoutezOptions{}); err == nil {
+			var rz server.Routez
+			if err := s.get(ctx, "/routez", &rz); err == nil {
 				for _, ri := range rz.Routes {
 					r.routes.msgs += ri.OutMsgs
 					r.routes.bytes += ri.OutBytes
@@ -367,8 +383,12 @@ func (t *busTap) read(ctx context.Context) (busTraffic, error) {
 			}
 		}
 		// What the server sent this tap is not the fleet's traffic.
+		if i >= len(t.conns) {
+			continue
+		}
 		if cid, err := t.conns[i].GetClientID(); err == nil {
-			if cz, err := s.Connz(&server.ConnzOptions{CID: cid}); err == nil && len(cz.Conns) == 1 {
+			var cz server.Connz
+			if err := s.get(ctx, fmt.Sprintf("/connz?cid=%d", cid), &cz); err == nil && len(cz.Conns) == 1 {
 				r.total.msgs -= cz.Conns[0].OutMsgs + cz.Conns[0].InMsgs
 				r.total.bytes -= cz.Conns[0].OutBytes + cz.Conns[0].InBytes
 			}

@@ -17,11 +17,13 @@ import (
 // JetStream cluster with R3 buckets, and on the cluster again with the
 // desired stream's leader killed in the middle of the apply. The bus is
 // authenticated as in production: the harness is the operator, every
-// agent runs with its own node credentials.
+// agent runs with its own node credentials. The servers are processes of
+// their own (benchBus); the agents share this one.
 func benchCluster(ctx context.Context, e *env) error {
 	k, p := e.clusterAgents, e.clusterPods
 	t := newTable(fmt.Sprintf("Fleet on a NATS cluster: %d agents × %d pods, one fleet-wide apply", k, p),
-		"bus", "pods", "provision nodes (s)", "start agents (s)", "apply → all Running (s)", "p50 pod (s)", "p99 pod (s)", "NATS msgs/pod", "NATS KiB/pod", "idle CPU/agent (% core)", "heap/agent (MiB)", "idle CPU/agent, pods running (% core)", "heap/agent, pods running (MiB)")
+		"bus", "pods", "provision nodes (s)", "start agents (s)", "apply → all Running (s)", "p50 pod (s)", "p99 pod (s)", "NATS msgs/pod", "NATS KiB/pod", "idle CPU/agent (% core)", "heap/agent (MiB)", "idle CPU/agent, pods running (% core)", "heap/agent, pods running (MiB)",
+		"apply CPU: agents (core-s)", "apply CPU: servers (core-s)", "apply: machine busy (%)")
 	var done []clusterTopology
 	var traffic []busTraffic
 	for _, topo := range clusterTopologies {
@@ -49,11 +51,16 @@ func benchCluster(ctx context.Context, e *env) error {
 	t.note("every agent: in this process, its own node name, root dir and in-memory runtime (test/memcri), relist 1 s, heartbeat 10 s, connected with the full server list")
 	t.note("apply: %d keys fleet.<ns>.<name> every node's labels select, written by 32 writers; Running = the pod's first Running in actorlet_status, as a watching operator sees it", p)
 	t.note("NATS msgs and bytes: the sum of every running server's varz (in+out, routes included) from just before the apply until every pod runs, over K×P pods; a killed server's counts are lost")
-	t.note("idle CPU: this process (agents and servers) over %s, divided by K: before the apply (no pods, heartbeats only) and once every pod runs (relist of P pods per agent); heap: live heap after a GC, added since the agents started, divided by K (the in-process servers' heap is in it)", e.fleetWindow())
+	t.note("servers: each a process of its own (this binary as nats-server, the same server code), as a fleet's servers are; until 2026-11-27 they ran in the harness's process, sharing its Go scheduler and heap with the agents")
+	t.note("apply CPU: the CPU time this process (the agents and the harness) and the servers (a killed one's up to its end) used from just before the apply until every pod runs; machine busy: the whole machine's busy time over its capacity in that time")
+	t.note("idle CPU: this process (the agents and the harness, not the servers) over %s, divided by K: before the apply (no pods, heartbeats only) and once every pod runs (relist of P pods per agent); heap: live heap after a GC, added since the agents started, divided by K", e.fleetWindow())
 	t.note("the harness's own status watcher is re-created when KV_%s elects a leader, so it measures the fleet, not a stalled watcher", wire.StatusBucket)
 	t.note("kill: once half the keys are written, the server leading KV_%s is shut down; the rest are written (each retried until acknowledged)", wire.DesiredBucket)
 	e.report.emit(t)
-	if len(done) > 0 {
+	if !e.clusterTraffic {
+		t.note("run with -cluster-traffic=false: no tap on the servers, the messages by class are not counted")
+	}
+	if len(done) > 0 && e.clusterTraffic {
 		e.report.emit(trafficTable(k, p, done, traffic))
 		detailTable(k, p, done, traffic).print(os.Stdout) // for the analysis; not in the docs
 	}
@@ -117,7 +124,11 @@ func trafficTable(k, p int, topos []clusterTopology, traffic []busTraffic) *tabl
 
 func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t *table) (busTraffic, error) {
 	dir := filepath.Join(e.dir, fmt.Sprintf("cluster-%d-%v", topo.servers, topo.kill))
-	bb, err := startBenchBus(dir, topo.servers)
+	profile := ""
+	if e.cpuProfile != "" {
+		profile = e.cpuProfile + "." + topo.flag
+	}
+	bb, err := startBenchBus(dir, topo.servers, profile)
 	if err != nil {
 		return busTraffic{}, err
 	}
@@ -127,7 +138,7 @@ func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t 
 		return busTraffic{}, err
 	}
 	defer c.close()
-	tap, err := startBusTap(bb)
+	tap, err := startBusTap(bb, e.clusterTraffic)
 	if err != nil {
 		return busTraffic{}, err
 	}
@@ -178,7 +189,9 @@ func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t 
 	// The counters are read just before the apply and once every pod
 	// runs; the tap's readings are kept for the traffic table.
 	var traffic []busTraffic
+	var cpu []cpuSplit
 	counters := func() (int64, int64) {
+		cpu = append(cpu, readCPUSplit(bb))
 		tr, err := tap.read(ctx)
 		if err != nil {
 			tr = busTraffic{classes: map[string]classCount{}}
@@ -193,7 +206,10 @@ func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t 
 			return err
 		}
 		if topo.kill {
-			killed := bb.killLeader("KV_" + wire.DesiredBucket)
+			killed, err := bb.killLeader(ctx, c, "KV_"+wire.DesiredBucket)
+			if err != nil {
+				return err
+			}
 			fmt.Printf("  killed %s, the leader of KV_%s\n", killed, wire.DesiredBucket)
 		}
 		return c.putRetrying(ctx, values, keys[half:])
@@ -207,11 +223,28 @@ func clusterOnce(ctx context.Context, e *env, topo clusterTopology, k, p int, t 
 		return busTraffic{}, err
 	}
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.1f", d.Seconds()) }
+	applied := cpu[1].sub(cpu[0])
 	t.add(topo.name, r.pods, sec(provisioned), sec(f.startup), sec(r.took), sec(r.lat.percentile(50)), sec(r.lat.percentile(99)),
 		fmt.Sprintf("%.0f", r.msgsPerPod()), fmt.Sprintf("%.1f", r.kibPerPod()),
 		fmt.Sprintf("%.3f", f.idlePerAgent), fmt.Sprintf("%.1f", f.heapPerAgent),
-		fmt.Sprintf("%.3f", idleRunning), fmt.Sprintf("%.1f", heapRunning))
+		fmt.Sprintf("%.3f", idleRunning), fmt.Sprintf("%.1f", heapRunning),
+		sec(applied.self), sec(applied.servers), fmt.Sprintf("%.0f", 100*applied.busy.Seconds()/max(applied.busy+applied.idle, 1).Seconds()))
 	return traffic[1].sub(traffic[0]), nil
+}
+
+// cpuSplit is a reading of where the CPU went: this process (the agents
+// and the harness), the bus's servers, and the whole machine's busy and
+// idle time.
+type cpuSplit struct{ self, servers, busy, idle time.Duration }
+
+func readCPUSplit(bb *benchBus) cpuSplit {
+	self, _ := procCPU("self")
+	busy, idle, _ := machineCPU()
+	return cpuSplit{self: self, servers: bb.cpu(), busy: busy, idle: idle}
+}
+
+func (c cpuSplit) sub(before cpuSplit) cpuSplit {
+	return cpuSplit{self: c.self - before.self, servers: c.servers - before.servers, busy: c.busy - before.busy, idle: c.idle - before.idle}
 }
 
 // putRetrying writes the given keys, retrying each until acknowledged (a

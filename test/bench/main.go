@@ -55,6 +55,8 @@ type env struct {
 	idlePods                           int
 	clusterAgents, clusterPods         int
 	clusterBuses                       map[string]bool // -cluster-buses
+	clusterTraffic                     bool            // -cluster-traffic: count the bus messages by class
+	cpuProfile                         string          // -cpuprofile
 	window                             time.Duration   // CPU measurement window
 	logV                               int             // -v: the agents' klog verbosity
 	logPath                            string
@@ -67,6 +69,9 @@ var sections = []string{"start", "detect", "restart", "scale", "fleet", "idle", 
 
 func main() {
 	procruntime.MaybeRunShim() // containers of the process runtime run under this binary
+	if len(os.Args) == 3 && os.Args[1] == natsChildArg {
+		os.Exit(natsChild(os.Args[2])) // a server of the cluster section's bus
+	}
 	os.Exit(run())
 }
 
@@ -82,8 +87,9 @@ func run() int {
 		clAgents   = flag.Int("cluster-agents", 500, "agents of the cluster section")
 		clPods     = flag.Int("cluster-pods", 100, "fleet pods per agent of the cluster section")
 		clBuses    = flag.String("cluster-buses", "r1,r3,r3-kill", "buses of the cluster section, comma-separated: r1 (one server), r3 (three servers, R3 buckets), r3-kill (r3 with the desired stream's leader killed mid-apply)")
+		clTraffic  = flag.Bool("cluster-traffic", true, "count the cluster section's bus messages by class (a tap on every server, which delivers every message once more: time the fleet with -cluster-traffic=false)")
 		window     = flag.Duration("window", 60*time.Second, "CPU/RSS measurement window of the idle section (detect uses a sixth of it)")
-		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (and one of each cluster-section server to FILE.<bus>.<server>)")
 		pprofAddr  = flag.String("pprof", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060) for the run, with mutex and block profiling on, to look inside a stall while it happens")
 		logV       = flag.Int("v", 0, "klog verbosity of the in-process agents' log (6: every CRI call with its duration)")
 		maxPar     = flag.Int("max-parallel-runtime-calls", agent.DefaultConfig().MaxParallelRuntimeCalls, "the agent's --max-parallel-runtime-calls in the start section")
@@ -99,7 +105,7 @@ func run() int {
 		return 2
 	}
 	e := &env{runtime: *rtFlag, callLimit: *callLimit, maxParallel: *maxPar, logV: *logV, quick: *quick, out: *out, report: &report{}, window: *window, idlePods: 100,
-		clusterAgents: *clAgents, clusterPods: *clPods,
+		clusterAgents: *clAgents, clusterPods: *clPods, clusterTraffic: *clTraffic, cpuProfile: *cpuProfile,
 		run: strconv.FormatInt(time.Now().Unix(), 36)}
 	e.clusterBuses = map[string]bool{}
 	for _, b := range strings.Split(*clBuses, ",") {

@@ -2,33 +2,30 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/actorlet/actorlet/bus"
 	"github.com/actorlet/actorlet/messages/wire"
 	"github.com/actorlet/actorlet/messages/wire/busauth"
 )
 
-// benchBus is one or more in-process nats-servers, authenticated as
-// docs/security.md sets a bus up: every server includes the authority's
-// server.conf (operator JWT, system account, memory resolver). With more
-// than one server they form a JetStream cluster. The harness is the
-// operator (admin credentials); every agent gets its own node credentials.
+// benchBus is one or more nats-servers, each a child process of the
+// harness (natsChild), authenticated as docs/security.md sets a bus up:
+// every server includes the authority's server.conf (operator JWT,
+// system account, memory resolver). With more than one server they form
+// a JetStream cluster. The harness is the operator (admin credentials);
+// every agent gets its own node credentials.
 type benchBus struct {
 	auth    *busauth.Authority
-	servers []*server.Server // nil once killed
+	servers []*natsProc // nil once killed
+	all     []*natsProc // every server started, killed ones too
 }
 
-func startBenchBus(dir string, n int) (*benchBus, error) {
+func startBenchBus(dir string, n int, profile string) (*benchBus, error) {
 	auth, err := busauth.Init(filepath.Join(dir, "auth"))
 	if err != nil {
 		return nil, fmt.Errorf("bus authority: %w", err)
@@ -44,54 +41,18 @@ func startBenchBus(dir string, n int) (*benchBus, error) {
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf("include %q\n", filepath.Join("auth", busauth.ServerConfFile))), 0o600); err != nil {
 		return nil, err
 	}
-	b := &benchBus{auth: auth}
-	routes := make([]int, n)
-	for i := range routes {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		routes[i] = l.Addr().(*net.TCPAddr).Port
-		l.Close()
+	procs, err := startNATSProcs(dir, conf, n, profile)
+	if err != nil {
+		return nil, err
 	}
-	for i := range n {
-		o, err := server.ProcessConfigFile(conf)
-		if err != nil {
-			return nil, fmt.Errorf("load %s: %w", conf, err)
-		}
-		o.ServerName, o.Host, o.Port = fmt.Sprintf("bench-%d", i+1), "127.0.0.1", -1
-		o.JetStream, o.StoreDir = true, filepath.Join(dir, fmt.Sprintf("nats-%d", i+1))
-		o.NoSigs, o.NoLog, o.MaxPayload = true, true, 8<<20
-		if n > 1 {
-			o.Cluster = server.ClusterOpts{Name: "bench", Host: "127.0.0.1", Port: routes[i]}
-			for j, p := range routes {
-				if j != i {
-					o.Routes = append(o.Routes, &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", p)})
-				}
-			}
-		}
-		s, err := server.NewServer(o)
-		if err != nil {
-			b.stop()
-			return nil, fmt.Errorf("create NATS server %d: %w", i+1, err)
-		}
-		go s.Start()
-		b.servers = append(b.servers, s)
-	}
-	for _, s := range b.servers {
-		if !s.ReadyForConnections(30 * time.Second) {
-			b.stop()
-			return nil, errors.New("NATS servers not ready within 30 s")
-		}
-	}
-	return b, nil
+	return &benchBus{auth: auth, servers: procs, all: append([]*natsProc(nil), procs...)}, nil
 }
 
 func (b *benchBus) url() string {
 	var urls []string
 	for _, s := range b.servers {
 		if s != nil {
-			urls = append(urls, s.ClientURL())
+			urls = append(urls, s.clientURL())
 		}
 	}
 	return strings.Join(urls, ",")
@@ -144,22 +105,38 @@ func (b *benchBus) provision(ctx context.Context, op *client, node string) (stri
 func (b *benchBus) stop() {
 	for _, s := range b.servers {
 		if s != nil {
-			s.Shutdown()
-			s.WaitForShutdown()
+			s.stop()
 		}
 	}
 }
 
-// killLeader shuts down the server leading stream; it returns its name.
-func (b *benchBus) killLeader(stream string) string {
+// killLeader shuts down the server leading stream, as the operator's
+// connection op sees it; it returns its name.
+func (b *benchBus) killLeader(ctx context.Context, op *client, stream string) (string, error) {
+	st, err := op.conn.JS.Stream(ctx, stream)
+	if err != nil {
+		return "", fmt.Errorf("find the leader of %s: %w", stream, err)
+	}
+	info := st.CachedInfo()
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return "", fmt.Errorf("%s has no leader", stream)
+	}
 	for i, s := range b.servers {
-		if s != nil && s.JetStreamIsStreamLeader(b.auth.AccountPublicKey(), stream) {
-			name := s.Name()
-			s.Shutdown()
-			s.WaitForShutdown()
+		if s != nil && s.name == info.Cluster.Leader {
+			s.stop()
 			b.servers[i] = nil
-			return name
+			return s.name, nil
 		}
 	}
-	return ""
+	return "", fmt.Errorf("%s is led by %s, not a server of this bus", stream, info.Cluster.Leader)
+}
+
+// cpu is the CPU time of every server of the bus so far, killed ones
+// included.
+func (b *benchBus) cpu() time.Duration {
+	var sum time.Duration
+	for _, s := range b.all {
+		sum += s.cpu()
+	}
+	return sum
 }
