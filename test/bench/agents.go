@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,7 +45,12 @@ func quietKlog(run string, verbosity int) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("create the agents' log: %w", err)
 	}
-	klog.SetOutput(f)
+	// klog writes a line to its own severity's output and to each lower
+	// one's: the INFO output alone holds every line once.
+	klog.SetOutputBySeverity("INFO", f)
+	for _, sev := range []string{"WARNING", "ERROR", "FATAL"} {
+		klog.SetOutputBySeverity(sev, io.Discard)
+	}
 	return path, nil
 }
 
