@@ -105,8 +105,8 @@ const (
 	// with its state reset (TestNodeConsumersInMemoryOutliveRestarts).
 	// On one server, whose consumers are no Raft groups, a consumer in
 	// memory would not outlive a restart of the server: there they stay
-	// on disk. (docs/benchmarks.md §7: the fleet's apply on R3 went
-	// from 88 s to under a minute on this machine.)
+	// on disk. (docs/benchmarks.md §7: in a profile of a 500-node apply
+	// on three servers, the servers' disk writes were a fifth of the CPU.)
 	stateInMemory
 )
 
