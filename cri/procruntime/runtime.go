@@ -139,6 +139,9 @@ func New(opts Options) (*Runtime, error) {
 	if r.iso, err = newIsolator(opts.Isolation); err != nil {
 		return nil, err
 	}
+	// Without isolation an exec runs from this process directly, not
+	// through the shim or the exec wrapper, which take care of it there.
+	DefaultSignalsForChildren()
 	if err := r.loadImages(); err != nil {
 		return nil, err
 	}

@@ -18,7 +18,8 @@ var inheritedIgnores = []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQU
 // caught instead and dropped: this process still ignores it, what it
 // starts does not. Without it, an agent started under nohup ran exec -it
 // shells that outlived their session (the terminal's hang-up was ignored)
-// and containers deaf to SIGHUP.
+// and containers deaf to SIGHUP. Calling it again does nothing: a signal
+// caught here is no longer ignored.
 func DefaultSignalsForChildren() {
 	var ignored []os.Signal
 	for _, s := range inheritedIgnores {

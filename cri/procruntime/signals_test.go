@@ -35,13 +35,26 @@ func ignoredSignals(t *testing.T, pid int) uint64 {
 // ignored across exec. A pod's processes still get every signal's default
 // action, as under any runtime: the container's process, and a tty exec's
 // shell, which ends when its client goes (the terminal hangs up).
+// Isolated, the shim and the exec wrapper start them; without isolation
+// an exec runs from the agent's process itself (an agent under nohup ran
+// tty execs that outlived their client).
 func TestSignalsTheAgentIgnoresAreDefaultInPods(t *testing.T) {
-	sigs := []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT}
-	signal.Ignore(sigs...)
-	t.Cleanup(func() { signal.Reset(sigs...) })
-	const mask = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1) | 1<<(syscall.SIGQUIT-1)
+	for _, isolated := range []bool{true, false} {
+		t.Run(fmt.Sprintf("isolated=%v", isolated), func(t *testing.T) {
+			sigs := []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT}
+			signal.Ignore(sigs...)
+			t.Cleanup(func() { signal.Reset(sigs...) })
+			e := newEnv
+			if isolated {
+				e = newIsolatedEnv
+			}
+			checkSignalsDefaultInPods(t, e(t))
+		})
+	}
+}
 
-	e := newIsolatedEnv(t)
+func checkSignalsDefaultInPods(t *testing.T, e *env) {
+	const mask = 1<<(syscall.SIGHUP-1) | 1<<(syscall.SIGINT-1) | 1<<(syscall.SIGQUIT-1)
 	sb, cfg := e.runSandbox("signals", nil)
 	id := e.run(sb, cfg, containerConfig("c", nil, "sleep", "63"))
 	pid, _ := e.pids(id)
