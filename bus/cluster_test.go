@@ -123,12 +123,13 @@ func TestNodeConsumersWaitForTheCluster(t *testing.T) {
 	}
 }
 
-// TestNodeConsumersInMemoryOutliveRestarts: on a cluster a node's
-// consumers keep their state in memory, and outlive a rolling restart of
-// every server and a restart of the whole cluster (the meta group keeps
-// their definitions): the node reads all its desired keys after each. On
-// one server they keep it on disk, and outlive the server's restart.
-func TestNodeConsumersInMemoryOutliveRestarts(t *testing.T) {
+// TestNodeConsumersOutliveRestarts: a node's consumers keep their state
+// on disk, and outlive a rolling restart of every server (the node reads
+// all its desired keys after it) and, on one server, the server's
+// restart. (Kept in memory on a cluster they outlived these too, but a
+// chaos run of the same seed then recovered from server kills 3 s later
+// at the median: docs/benchmarks.md §7.)
+func TestNodeConsumersOutliveRestarts(t *testing.T) {
 	const node, n = "n1", 10
 	setUp := func(ctx context.Context, t *testing.T, c *bus.Conn) {
 		provision(ctx, t, c, node, n)
@@ -154,7 +155,7 @@ func TestNodeConsumersInMemoryOutliveRestarts(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		setUp(ctx, t, c)
-		consumersInMemory(ctx, t, c, node, true)
+		consumersOnDisk(ctx, t, c, node)
 		read(ctx, t, c, "provisioned")
 		for i := range cl.Size() {
 			cl.WaitHealthy()
@@ -163,16 +164,7 @@ func TestNodeConsumersInMemoryOutliveRestarts(t *testing.T) {
 		}
 		cl.WaitHealthy()
 		read(ctx, t, c, "every server restarted in turn")
-		for i := range cl.Size() {
-			cl.Stop(i)
-		}
-		for i := range cl.Size() {
-			cl.Start(i)
-		}
-		cl.WaitMetaLeader()
-		cl.WaitHealthy()
-		read(ctx, t, c, "the whole cluster restarted")
-		consumersInMemory(ctx, t, c, node, true)
+		consumersOnDisk(ctx, t, c, node)
 	})
 	t.Run("server", func(t *testing.T) {
 		s := bustest.StartServer(t, bustest.ServerOptions{})
@@ -180,25 +172,25 @@ func TestNodeConsumersInMemoryOutliveRestarts(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		setUp(ctx, t, c)
-		consumersInMemory(ctx, t, c, node, false)
+		consumersOnDisk(ctx, t, c, node)
 		s.Restart()
 		read(ctx, t, c, "the server restarted")
-		consumersInMemory(ctx, t, c, node, false)
+		consumersOnDisk(ctx, t, c, node)
 	})
 }
 
-// consumersInMemory checks that every consumer of node keeps its state in
-// memory, or on disk (want false). A lookup is retried while the cluster
-// elects the consumer's leader.
-func consumersInMemory(ctx context.Context, t *testing.T, c *bus.Conn, node string, want bool) {
+// consumersOnDisk checks that every consumer of node keeps its state on
+// disk. A lookup is retried while the cluster elects the consumer's
+// leader.
+func consumersOnDisk(ctx context.Context, t *testing.T, c *bus.Conn, node string) {
 	t.Helper()
 	for _, set := range []map[string]jetstream.ConsumerConfig{busauth.NodeConsumers(node), busauth.NodeObjectConsumers(node)} {
 		for stream, cfg := range set {
 			for {
 				co, err := c.JS.Consumer(ctx, stream, cfg.Durable)
 				if err == nil {
-					if got := co.CachedInfo().Config.MemoryStorage; got != want {
-						t.Errorf("consumer %s on %s: state in memory %v, want %v", cfg.Durable, stream, got, want)
+					if co.CachedInfo().Config.MemoryStorage {
+						t.Errorf("consumer %s on %s keeps its state in memory, want on disk", cfg.Durable, stream)
 					}
 					break
 				}

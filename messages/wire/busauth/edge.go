@@ -70,13 +70,13 @@ func HubConsumers(node string) map[string]jetstream.ConsumerConfig {
 // EnsureEdgeConsumers creates (or brings to their settings) the hub's
 // consumers of an edge node (EdgeConsumers). The streams must exist.
 func EnsureEdgeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	return ensureConsumers(ctx, js, EdgeConsumers(node), stateOnStream)
+	return ensureConsumers(ctx, js, EdgeConsumers(node))
 }
 
 // EnsureHubConsumers creates an edge node's consumers for the hub
 // (HubConsumers) on its own server.
 func EnsureHubConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	return ensureConsumers(ctx, js, HubConsumers(node), stateOnStream)
+	return ensureConsumers(ctx, js, HubConsumers(node))
 }
 
 // EdgeUplinkPermissions are the permissions of an edge node's uplink user

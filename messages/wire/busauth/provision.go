@@ -69,9 +69,7 @@ func NodeObjectConsumers(node string) map[string]jetstream.ConsumerConfig {
 // temporarily unavailable", a timeout) is retried until ctx ends: an agent
 // starting during a server's restart waits rather than exits.
 func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	return wire.RetryTransient(ctx, func(ctx context.Context) error {
-		return ensureConsumers(ctx, js, NodeConsumers(node), stateInMemory)
-	})
+	return wire.RetryTransient(ctx, func(ctx context.Context) error { return ensureConsumers(ctx, js, NodeConsumers(node)) })
 }
 
 // EnsureNodeObjectConsumers does what EnsureNodeConsumers does for
@@ -79,38 +77,10 @@ func EnsureNodeConsumers(ctx context.Context, js jetstream.JetStream, node strin
 // (actorletctl node add); a node runs without its object consumers until
 // they are there (sources/objects waits for them).
 func EnsureNodeObjectConsumers(ctx context.Context, js jetstream.JetStream, node string) error {
-	return wire.RetryTransient(ctx, func(ctx context.Context) error {
-		return ensureConsumers(ctx, js, NodeObjectConsumers(node), stateInMemory)
-	})
+	return wire.RetryTransient(ctx, func(ctx context.Context) error { return ensureConsumers(ctx, js, NodeObjectConsumers(node)) })
 }
 
-// consumerState says where the consumers ensureConsumers creates keep
-// their state.
-type consumerState int
-
-const (
-	// stateOnStream: where the stream keeps its own (the server's default).
-	stateOnStream consumerState = iota
-	// stateInMemory: in memory when the stream is replicated. For the
-	// node's consumers, whose state is worth nothing: every read resets
-	// its consumer to the first sequence (bus.WatchConsumer), acks
-	// nothing, and checks every message it is given.
-	//
-	// On a cluster, a replicated consumer is a Raft group of its own,
-	// and a node has four, so a 500-node fleet runs 2,000. Kept on disk,
-	// each of them writes its delivered state to its log and a state
-	// file on every server. In memory, they write neither: the cluster's
-	// meta group still keeps the consumers' definitions on disk, so a
-	// consumer outlives the restart of any server and of all of them,
-	// with its state reset (TestNodeConsumersInMemoryOutliveRestarts).
-	// On one server, whose consumers are no Raft groups, a consumer in
-	// memory would not outlive a restart of the server: there they stay
-	// on disk. (docs/benchmarks.md §7: in a profile of a 500-node apply
-	// on three servers, the servers' disk writes were a fifth of the CPU.)
-	stateInMemory
-)
-
-func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[string]jetstream.ConsumerConfig, state consumerState) error {
+func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[string]jetstream.ConsumerConfig) error {
 	for stream, cfg := range consumers {
 		// Pull consumers for nodes, push consumers (a deliver subject) for
 		// stream sources; jetstream looks each kind up separately.
@@ -148,11 +118,6 @@ func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[
 			}
 			return fmt.Errorf("look up consumer %s on %s: %w", cfg.Durable, stream, err)
 		}
-		if state == stateInMemory {
-			if cfg.MemoryStorage, err = replicated(ctx, js, stream); err != nil {
-				return err
-			}
-		}
 		if push {
 			_, err = js.CreatePushConsumer(ctx, stream, cfg)
 		} else {
@@ -177,15 +142,6 @@ func ensureConsumers(ctx context.Context, js jetstream.JetStream, consumers map[
 		}
 	}
 	return nil
-}
-
-// replicated reports whether stream has more than one replica.
-func replicated(ctx context.Context, js jetstream.JetStream, stream string) (bool, error) {
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		return false, fmt.Errorf("look up stream %s: %w", stream, err)
-	}
-	return s.CachedInfo().Config.Replicas > 1, nil
 }
 
 // createRefused reports whether the server refused this connection a
