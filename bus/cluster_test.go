@@ -126,9 +126,7 @@ func TestNodeConsumersWaitForTheCluster(t *testing.T) {
 // TestNodeConsumersOutliveRestarts: a node's consumers keep their state
 // on disk, and outlive a rolling restart of every server (the node reads
 // all its desired keys after it) and, on one server, the server's
-// restart. (Kept in memory on a cluster they outlived these too, but a
-// chaos run of the same seed then recovered from server kills 3 s later
-// at the median: docs/benchmarks.md §7.)
+// restart.
 func TestNodeConsumersOutliveRestarts(t *testing.T) {
 	const node, n = "n1", 10
 	setUp := func(ctx context.Context, t *testing.T, c *bus.Conn) {
