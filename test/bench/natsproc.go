@@ -17,6 +17,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -190,19 +191,19 @@ func startNATSProc(self, specPath string, spec natsSpec) (*natsProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start nats-server %s: %w", spec.Name, err)
 	}
-	p := &natsProc{name: spec.Name, port: spec.Port, monitor: spec.MonitorPort, cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	ready := make(chan struct{})
+	p := &natsProc{name: spec.Name, port: spec.Port, monitor: spec.MonitorPort, cmd: cmd, stdin: stdin,
+		ready: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
+		var once sync.Once
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if sc.Text() == "ready" {
-				close(ready)
+				once.Do(func() { close(p.ready) })
 			}
 		}
 		_ = cmd.Wait()
 		close(p.exited)
 	}()
-	p.ready = ready
 	return p, nil
 }
 
